@@ -1,0 +1,49 @@
+"""attn: the attention mechanisms of the Transformer, small, explicit and tested.
+
+Every chapter of the book imports this package; every module in it is checked against PyTorch's own
+implementation or against the maths.
+
+Shape legend (used in every docstring, shape comment and chapter):
+
+- ``B``: batch size
+- ``H``: number of heads
+- ``L``: target (query) sequence length
+- ``S``: source (key/value) sequence length
+- ``E``: embedding size per head (``d_k``; ``Ev`` when values differ)
+- ``D``: model width, ``D = H * E`` (``d_model``)
+
+Mask convention (one meaning everywhere): a boolean mask is ``True`` where attention is *allowed*,
+exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floating-point mask is
+*added* to the scores (``0`` keeps a pair, ``-inf`` removes it). ``nn.MultiheadAttention``'s
+``key_padding_mask`` means the opposite (``True`` = ignore): convert it with
+:func:`attn.masks.from_key_padding_mask`. A query row whose keys are all masked gives an output of
+zeros, never NaN.
+"""
+
+from attn import functional, masks, positional
+from attn.attention import MultiHeadAttention, SelfAttention
+from attn.functional import scaled_dot_product_attention
+from attn.positional import SinusoidalPositionalEncoding
+
+__version__ = "0.1.0"
+
+#: The shape letters, one source of truth for the book's legend (a test compares the two).
+SHAPE_LEGEND: dict[str, str] = {
+    "B": "batch size",
+    "H": "number of heads",
+    "L": "target (query) sequence length",
+    "S": "source (key/value) sequence length",
+    "E": "embedding size per head (d_k; Ev when values differ)",
+    "D": "model width, D = H * E (d_model)",
+}
+
+__all__ = [
+    "MultiHeadAttention",
+    "SHAPE_LEGEND",
+    "SelfAttention",
+    "SinusoidalPositionalEncoding",
+    "functional",
+    "masks",
+    "positional",
+    "scaled_dot_product_attention",
+]

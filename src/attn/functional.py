@@ -1,0 +1,147 @@
+r"""Scaled dot-product attention, the one formula the rest of the package is built on.
+
+.. math::
+
+    \operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}} + M\right) V
+
+Two paths compute it. :func:`explicit_attention` writes out every step (matmul, scale, mask,
+softmax, matmul) and returns the weights, so readers can look at them.
+:func:`scaled_dot_product_attention` calls it when weights are asked for and otherwise hands the
+work to PyTorch's fused :func:`torch.nn.functional.scaled_dot_product_attention`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from attn import _checks, masks
+
+__all__ = ["explicit_attention", "prepare_mask", "scaled_dot_product_attention"]
+
+
+def _validate(q, k, v) -> tuple[int, int, int]:
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _checks.tensor(name, x, min_dim=2)
+        _checks.floating(name, x)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    E = q.shape[-1]
+    _checks.last_dim("k", k, E, "q and k must have the same last dimension E")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same source length S: k has shape {_checks.fmt(k.shape)}, "
+            f"v has shape {_checks.fmt(v.shape)}"
+        )
+    _checks.non_empty("q", q, -2, "query length L")
+    _checks.non_empty("k", k, -2, "source length S")
+    _checks.non_empty("q", q, -1, "embedding E")
+    try:
+        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"the batch dimensions of q {_checks.fmt(q.shape)}, k {_checks.fmt(k.shape)} and "
+            f"v {_checks.fmt(v.shape)} do not broadcast"
+        ) from None
+    return q.shape[-2], k.shape[-2], E
+
+
+def prepare_mask(
+    mask: torch.Tensor | None, is_causal: bool, L: int, S: int, batch: tuple[int, ...], dtype, device
+) -> torch.Tensor | None:
+    """Check ``mask``, fold ``is_causal`` into it, and return a bool or ``dtype`` additive mask.
+
+    ``is_causal`` is the top-left aligned lower triangle, as in PyTorch; combined with a boolean
+    mask both must allow a pair; combined with an additive mask the causal part is added.
+    """
+    if mask is not None:
+        _checks.mask("mask", mask, (*batch, L, S))
+        if mask.is_floating_point() and mask.dtype != dtype:
+            mask = mask.to(dtype)
+    if is_causal:
+        c = masks.causal(L, S, device=device)
+        if mask is None:
+            mask = c
+        elif mask.dtype == torch.bool:
+            mask = mask & c
+        else:
+            mask = mask + masks.to_additive(c, dtype)
+    return mask
+
+
+def explicit_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference computation, step by step. Inputs are assumed checked (see
+    :func:`scaled_dot_product_attention`); ``mask`` is bool (True = may attend) or additive.
+
+    Returns ``(output, weights)`` with shapes ``(..., L, Ev)`` and ``(..., L, S)``.
+    """
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale  # (..., L, S)
+    if mask is not None:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        else:
+            scores = scores + mask
+    # Softmax in float32 even for float16/bfloat16 inputs: exp() of large scores is where half
+    # precision loses the most.
+    weights = torch.softmax(scores.float(), dim=-1)  # (..., L, S)
+    if mask is not None:
+        # A row with no allowed key is 0/0 = NaN after softmax; define its output as zeros.
+        weights = weights.masked_fill(masks.fully_masked_rows(mask), 0.0)
+    weights = weights.to(q.dtype)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return weights @ v, weights  # (..., L, Ev), (..., L, S)
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    return_weights: bool = False,
+):
+    """softmax(q kᵀ · scale + mask) v.
+
+    Args:
+        q: queries ``(..., L, E)``.
+        k: keys ``(..., S, E)``.
+        v: values ``(..., S, Ev)``.
+        mask: bool ``(..., L, S)`` with ``True`` where query ``i`` may attend key ``j``, or a
+            floating mask added to the scores (``0`` keep, ``-inf`` remove). Broadcasts to
+            ``(..., L, S)``.
+        is_causal: also block keys after each query (top-left aligned, as PyTorch does).
+        scale: multiplies the scores; default ``1 / sqrt(E)``.
+        dropout_p: dropout on the attention weights (pass ``0.0`` at evaluation).
+        return_weights: also return the weights; this uses the explicit path.
+
+    Returns:
+        output ``(..., L, Ev)``, and with ``return_weights`` also weights ``(..., L, S)``.
+        A query whose keys are all masked gets zeros (not NaN), in every floating dtype.
+
+    Raises:
+        TypeError / ValueError naming the argument and the shapes when inputs do not fit.
+    """
+    L, S, _ = _validate(q, k, v)
+    batch = tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
+    if not 0.0 <= dropout_p < 1.0:
+        raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
+    mask = prepare_mask(mask, is_causal, L, S, batch, q.dtype, q.device)
+    if return_weights:
+        return explicit_attention(q, k, v, mask, scale, dropout_p)
+    # PyTorch's fused kernels (flash / memory-efficient / math) give the same result without ever
+    # materialising the weights; fully masked rows already come out as zeros there.
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)

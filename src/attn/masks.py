@@ -1,0 +1,217 @@
+"""Attention masks, with one convention: a boolean mask is ``True`` where attention is allowed.
+
+That is the meaning used by :func:`torch.nn.functional.scaled_dot_product_attention`. Every mask
+here has shape ``(L, S)`` or ``(B, L, S)``: row ``i`` says which keys query ``i`` may look at.
+Other conventions readers meet are converted at the border:
+
+- ``nn.MultiheadAttention``'s ``key_padding_mask`` is ``True`` where a key must be *ignored*:
+  :func:`from_key_padding_mask`;
+- additive masks hold ``0`` (keep) and ``-inf`` (remove): :func:`to_additive` and :func:`from_additive`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from attn import _checks
+
+__all__ = [
+    "bigbird",
+    "causal",
+    "combine",
+    "cross_padding",
+    "dilated",
+    "from_additive",
+    "from_key_padding_mask",
+    "fully_masked_rows",
+    "local_global",
+    "padding",
+    "prefix_lm",
+    "sliding_window",
+    "to_additive",
+]
+
+
+def _positive(name: str, value: int, minimum: int = 1) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _grid(L: int, S: int | None, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    S = L if S is None else S
+    _positive("L", L)
+    _positive("S", S)
+    i = torch.arange(L, device=device).unsqueeze(1)  # (L, 1) query positions
+    j = torch.arange(S, device=device).unsqueeze(0)  # (1, S) key positions
+    return i, j
+
+
+def causal(L: int, S: int | None = None, *, offset: int = 0, device=None) -> torch.Tensor:
+    """Query ``i`` may attend key ``j`` when ``j <= i + offset``.
+
+    Args:
+        L: number of queries. S: number of keys (default ``L``).
+        offset: ``0`` aligns the top-left corner, as ``is_causal=True`` in PyTorch does;
+            ``S - L`` aligns the bottom-right corner, which is what a decoder with ``S - L`` cached
+            keys needs (query ``i`` sits at absolute position ``S - L + i``).
+
+    Returns:
+        bool tensor of shape ``(L, S)``.
+    """
+    i, j = _grid(L, S, device)
+    return j <= i + offset
+
+
+def padding(lengths: Sequence[int] | torch.Tensor, S: int | None = None, *, L: int | None = None) -> torch.Tensor:
+    """Keys past each sequence's length are blocked.
+
+    Args:
+        lengths: ``(B,)`` true length of each sequence.
+        S: padded key length (default: the largest length).
+        L: if given, the mask is expanded to ``(B, L, S)``; otherwise it is ``(B, 1, S)``, which
+            broadcasts over queries.
+
+    Returns:
+        bool tensor ``(B, 1, S)`` or ``(B, L, S)``.
+    """
+    lengths = torch.as_tensor(lengths)
+    if lengths.numel() == 0:
+        raise ValueError("lengths is empty: need one length per sequence in the batch")
+    if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
+        raise ValueError(f"lengths must be a 1-D sequence of integers, got shape {_checks.fmt(lengths.shape)} dtype {lengths.dtype}")
+    S = int(lengths.max()) if S is None else S
+    _positive("S", S)
+    if (lengths < 0).any() or (lengths > S).any():
+        raise ValueError(f"lengths must lie in [0, S={S}], got {lengths.tolist()}")
+    keep = torch.arange(S, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
+    keep = keep.unsqueeze(1)  # (B, 1, S)
+    if L is not None:
+        keep = keep.expand(-1, _positive("L", L), -1)  # (B, L, S)
+    return keep
+
+
+def cross_padding(src_lengths, L: int, S: int | None = None) -> torch.Tensor:
+    """Cross-attention mask ``(B, L, S)``: every target query may see the real source tokens only."""
+    return padding(src_lengths, S, L=L)
+
+
+def sliding_window(L: int, S: int | None = None, *, window: int, causal: bool = False) -> torch.Tensor:
+    """Local attention: ``|i - j| < window`` (or ``0 <= i - j < window`` when ``causal``)."""
+    _positive("window", window)
+    i, j = _grid(L, S)
+    d = i - j
+    return (d >= 0) & (d < window) if causal else d.abs() < window
+
+
+def dilated(L: int, S: int | None = None, *, window: int, dilation: int, causal: bool = False) -> torch.Tensor:
+    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``."""
+    _positive("window", window)
+    _positive("dilation", dilation)
+    i, j = _grid(L, S)
+    d = i - j
+    reach = d if causal else d.abs()
+    return (reach >= 0) & (reach < window * dilation) & (reach % dilation == 0)
+
+
+def local_global(L: int, S: int | None = None, *, window: int, global_tokens: Sequence[int] = (0,)) -> torch.Tensor:
+    """Longformer-style: a sliding window, plus global tokens that see and are seen by everyone."""
+    keep = sliding_window(L, S, window=window)
+    S_ = keep.shape[1]
+    for g in global_tokens:
+        if not 0 <= g < min(L, S_):
+            raise ValueError(f"global token index {g} is outside [0, {min(L, S_)})")
+        keep[g, :] = True
+        keep[:, g] = True
+    return keep
+
+
+def bigbird(
+    L: int,
+    S: int | None = None,
+    *,
+    window: int,
+    global_tokens: Sequence[int] = (0,),
+    num_random: int = 2,
+    seed: int = 0,
+) -> torch.Tensor:
+    """BigBird-style: window + global tokens + ``num_random`` random keys per query (seeded)."""
+    keep = local_global(L, S, window=window, global_tokens=global_tokens)
+    if num_random < 0:
+        raise ValueError(f"num_random must be >= 0, got {num_random}")
+    S_ = keep.shape[1]
+    gen = torch.Generator().manual_seed(seed)
+    for i in range(L):
+        picks = torch.randperm(S_, generator=gen)[: min(num_random, S_)]
+        keep[i, picks] = True
+    return keep
+
+
+def prefix_lm(L: int, prefix: int) -> torch.Tensor:
+    """Prefix LM (as in T5's and UniLM's prefix mode): the first ``prefix`` tokens see each other
+    in full; the rest is causal."""
+    if not 0 <= prefix <= L:
+        raise ValueError(f"prefix must lie in [0, L={L}], got {prefix}")
+    keep = causal(L)
+    keep[:, :prefix] = True
+    return keep
+
+
+def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
+    """Intersect boolean masks (a pair is allowed only if every mask allows it); ``None`` is ignored.
+
+    Shapes broadcast, e.g. ``combine(causal(L), padding(lengths))`` gives ``(B, L, L)``.
+    """
+    out = None
+    for n, m in enumerate(masks):
+        if m is None:
+            continue
+        if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
+            got = m.dtype if isinstance(m, torch.Tensor) else type(m).__name__
+            raise TypeError(f"combine() takes boolean masks (True = may attend); argument {n} is {got}")
+        out = m if out is None else out & m
+    return out
+
+
+def from_key_padding_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:
+    """Convert ``nn.MultiheadAttention``'s ``key_padding_mask`` (``(B, S)``, ``True`` = ignore) to
+    this package's convention, shaped ``(B, 1, S)`` so it broadcasts over queries."""
+    _checks.tensor("key_padding_mask", key_padding_mask)
+    if key_padding_mask.dtype != torch.bool:
+        raise TypeError(f"key_padding_mask must be bool (True = ignore), got dtype {key_padding_mask.dtype}")
+    if key_padding_mask.dim() != 2:
+        raise ValueError(f"key_padding_mask must have shape (B, S), got {_checks.fmt(key_padding_mask.shape)}")
+    return (~key_padding_mask).unsqueeze(1)  # (B, 1, S)
+
+
+def to_additive(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Boolean mask -> additive mask: ``0`` where allowed, ``-inf`` where blocked.
+
+    ``-inf`` is exact in every floating dtype; a large negative constant such as ``-1e9`` is not
+    (it overflows to ``-inf`` in float16 and stops being "large" next to big scores).
+    """
+    _checks.tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask must be bool (True = may attend), got dtype {mask.dtype}")
+    if not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating dtype, got {dtype}")
+    out = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
+    return out.masked_fill(~mask, float("-inf"))
+
+
+def from_additive(mask: torch.Tensor) -> torch.Tensor:
+    """Additive mask -> boolean: a pair is allowed unless its additive value is ``-inf``."""
+    _checks.tensor("mask", mask)
+    _checks.floating("mask", mask)
+    return mask != float("-inf")
+
+
+def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
+    """``True`` for query rows that may attend to no key at all; shape ``mask.shape[:-1] + (1,)``.
+
+    Works for boolean and additive masks.
+    """
+    allowed = mask if mask.dtype == torch.bool else mask != float("-inf")
+    return ~allowed.any(dim=-1, keepdim=True)

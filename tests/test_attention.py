@@ -1,0 +1,159 @@
+"""attn.SelfAttention against the maths, attn.MultiHeadAttention against nn.MultiheadAttention."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+from torch.testing import assert_close
+
+import attn
+from attn import masks
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def _pair(d_model=16, num_heads=4, bias=True):
+    ours = attn.MultiHeadAttention(d_model, num_heads, bias=bias).eval()
+    ref = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=True).eval()
+    with torch.no_grad():
+        ours.in_proj.weight.copy_(ref.in_proj_weight)
+        ours.out_proj.weight.copy_(ref.out_proj.weight)
+        if bias:
+            ours.in_proj.bias.copy_(ref.in_proj_bias)
+            ours.out_proj.bias.copy_(ref.out_proj.bias)
+    return ours, ref
+
+
+# --- SelfAttention ----------------------------------------------------------------------------
+
+def test_self_attention_is_the_formula():
+    torch.manual_seed(0)
+    m = attn.SelfAttention(12, d_k=5, d_v=7)
+    x = torch.randn(2, 6, 12)
+    q, k, v = x @ m.W_q.weight.T, x @ m.W_k.weight.T, x @ m.W_v.weight.T
+    w = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(5), -1)
+    out, weights = m(x)
+    assert_close(weights, w, **TOL)
+    assert_close(out, (w @ v) @ m.W_o.weight.T, **TOL)
+    assert out.shape == (2, 6, 12) and weights.shape == (2, 6, 6)
+
+
+def test_self_attention_causal_mask_blocks_the_future():
+    m = attn.SelfAttention(8)
+    _, w = m(torch.randn(1, 5, 8), is_causal=True)
+    assert (w[0].triu(1) == 0).all()
+    _, w2 = m(torch.randn(1, 5, 8), mask=masks.causal(5))
+    assert (w2[0].triu(1) == 0).all()
+
+
+def test_self_attention_checks_width():
+    with pytest.raises(ValueError, match=r"x has last dimension 6 \(shape \(1, 3, 6\)\), expected 8 \(d_model\)"):
+        attn.SelfAttention(8)(torch.randn(1, 3, 6))
+    with pytest.raises(ValueError, match="d_k must be a positive integer"):
+        attn.SelfAttention(8, d_k=0)
+
+
+# --- MultiHeadAttention vs nn.MultiheadAttention ------------------------------------------------
+
+@settings(max_examples=25, deadline=None)
+@given(B=st.integers(1, 3), L=st.integers(1, 7), H=st.sampled_from([1, 2, 4]), E=st.integers(1, 6),
+       bias=st.booleans(), seed=st.integers(0, 2**16))
+def test_self_attention_matches_nn_multiheadattention(B, L, H, E, bias, seed):
+    torch.manual_seed(seed)
+    ours, ref = _pair(H * E, H, bias)
+    x = torch.randn(B, L, H * E)
+    out, w = ours(x, need_weights=True)
+    r_out, r_w = ref(x, x, x, need_weights=True)
+    assert_close(out, r_out, **TOL)
+    assert_close(w, r_w, **TOL)
+    assert_close(ours(x)[0], r_out, **TOL)  # the fused (weights-free) path too
+
+
+def test_cross_attention_matches_nn_multiheadattention():
+    ours, ref = _pair(16, 4)
+    x, memory = torch.randn(2, 5, 16), torch.randn(2, 9, 16)
+    out, w = ours(x, memory, need_weights=True, average_weights=False)
+    r_out, r_w = ref(x, memory, memory, need_weights=True, average_attn_weights=False)
+    assert_close(out, r_out, **TOL)
+    assert_close(w, r_w, **TOL)
+    assert w.shape == (2, 4, 5, 9)
+
+
+def test_separate_key_and_value_tensors_match():
+    ours, ref = _pair(16, 2)
+    q, k, v = torch.randn(3, 4, 16), torch.randn(3, 6, 16), torch.randn(3, 6, 16)
+    assert_close(ours(q, k, v)[0], ref(q, k, v)[0], **TOL)
+
+
+def test_key_padding_matches_nn_multiheadattention_with_inverted_mask():
+    ours, ref = _pair(16, 4)
+    x = torch.randn(3, 6, 16)
+    key_mask = masks.padding([6, 4, 2])[:, 0]  # (B, S), True = real token
+    out, w = ours(x, key_mask=key_mask, need_weights=True)
+    r_out, r_w = ref(x, x, x, key_padding_mask=~key_mask)
+    assert_close(out, r_out, **TOL)
+    assert_close(w, r_w, **TOL)
+    assert (w[1, :, 4:] == 0).all()
+
+
+@pytest.mark.parametrize("average", [True, False])
+def test_causal_plus_padding_weights_per_head_and_averaged(average):
+    ours, ref = _pair(24, 3)
+    x = torch.randn(2, 5, 24)
+    key_mask = masks.padding([5, 3])[:, 0]
+    out, w = ours(x, mask=masks.causal(5), key_mask=key_mask, need_weights=True, average_weights=average)
+    r_out, r_w = ref(x, x, x, attn_mask=~masks.causal(5), key_padding_mask=~key_mask,
+                     average_attn_weights=average)
+    assert_close(out, r_out, **TOL)
+    assert_close(w, r_w, **TOL)
+    assert_close(ours(x, is_causal=True, key_mask=key_mask)[0], r_out, **TOL)
+
+
+def test_per_batch_mask_of_shape_B_L_S_applies_to_every_head():
+    ours, ref = _pair(16, 4)
+    x = torch.randn(2, 4, 16)
+    mask = torch.rand(2, 4, 4) > 0.3
+    mask[..., 0] = True
+    out = ours(x, mask=mask)[0]
+    r_out = ref(x, x, x, attn_mask=(~mask).repeat_interleave(4, dim=0))[0]
+    assert_close(out, r_out, **TOL)
+
+
+def test_fully_masked_query_gives_zeros_before_the_output_projection():
+    m = attn.MultiHeadAttention(8, 2, bias=False).eval()
+    x = torch.randn(1, 3, 8)
+    out, w = m(x, key_mask=torch.zeros(1, 3, dtype=torch.bool), need_weights=True)
+    assert not torch.isnan(out).any() and (out == 0).all() and (w == 0).all()
+
+
+def test_dropout_only_in_training():
+    m = attn.MultiHeadAttention(16, 4, dropout=0.5)
+    x = torch.randn(2, 8, 16)
+    m.eval()
+    assert_close(m(x)[0], m(x)[0])
+    m.train()
+    assert not torch.allclose(m(x)[0], m(x)[0])
+
+
+def test_d_model_not_divisible_by_num_heads_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by num_heads \(3\).*3.33333"):
+        attn.MultiHeadAttention(10, 3)
+
+
+def test_mha_input_errors_name_the_argument():
+    m = attn.MultiHeadAttention(16, 4)
+    with pytest.raises(ValueError, match=r"key has last dimension 8 \(shape \(2, 3, 8\)\), expected 16"):
+        m(torch.randn(2, 5, 16), torch.randn(2, 3, 8))
+    with pytest.raises(ValueError, match=r"query must have shape \(B, N, D\), got \(2, 1, 5, 16\)"):
+        m(torch.randn(2, 1, 5, 16))
+    with pytest.raises(ValueError, match=r"key_mask must have shape \(B, S\) = \(2, 5\), got \(2, 4\)"):
+        m(torch.randn(2, 5, 16), key_mask=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="key_mask must be bool"):
+        m(torch.randn(2, 5, 16), key_mask=torch.ones(2, 5))
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 3\) cannot broadcast to the scores' shape \(2, 4, 5, 5\)"):
+        m(torch.randn(2, 5, 16), mask=masks.causal(3))
+    with pytest.raises(ValueError, match="must share B"):
+        m(torch.randn(2, 5, 16), torch.randn(3, 5, 16))

@@ -1,0 +1,203 @@
+"""attn.functional against torch.nn.functional.scaled_dot_product_attention and the maths."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.testing import assert_close
+
+import attn
+from attn import masks
+from attn.functional import scaled_dot_product_attention as sdpa
+
+TOL32 = dict(atol=1e-5, rtol=1e-5)
+
+
+def _qkv(*batch, L=5, S=7, E=8, Ev=None, dtype=torch.float32):
+    Ev = E if Ev is None else Ev
+    return (
+        torch.randn(*batch, L, E, dtype=dtype),
+        torch.randn(*batch, S, E, dtype=dtype),
+        torch.randn(*batch, S, Ev, dtype=dtype),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    B=st.integers(1, 3), H=st.integers(1, 3), L=st.integers(1, 9), S=st.integers(1, 9),
+    E=st.integers(1, 16), Ev=st.integers(1, 16), causal=st.booleans(), seed=st.integers(0, 2**16),
+)
+def test_both_paths_match_pytorch_on_random_shapes(B, H, L, S, E, Ev, causal, seed):
+    torch.manual_seed(seed)
+    q, k, v = _qkv(B, H, L=L, S=S, E=E, Ev=Ev)
+    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    fast = sdpa(q, k, v, is_causal=causal)
+    slow, w = sdpa(q, k, v, is_causal=causal, return_weights=True)
+    assert_close(fast, expected, **TOL32)
+    assert_close(slow, expected, **TOL32)
+    assert w.shape == (B, H, L, S)
+
+
+@settings(max_examples=40, deadline=None)
+@given(L=st.integers(1, 8), S=st.integers(1, 8), seed=st.integers(0, 2**16), p=st.floats(0.05, 0.9))
+def test_boolean_mask_matches_pytorch_and_weights_rows_sum_to_one(L, S, seed, p):
+    torch.manual_seed(seed)
+    q, k, v = _qkv(2, 3, L=L, S=S)
+    mask = torch.rand(2, 1, L, S) > p  # broadcasts over heads
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    out, w = sdpa(q, k, v, mask=mask, return_weights=True)
+    assert_close(sdpa(q, k, v, mask=mask), expected, **TOL32)
+    assert_close(out, expected, **TOL32)
+    has_key = mask.any(-1).expand(2, 3, L)
+    assert_close(w.sum(-1)[has_key], torch.ones(int(has_key.sum())), **TOL32)
+    assert (w[~mask.expand_as(w)] == 0).all(), "blocked pairs must get exactly zero weight"
+
+
+def test_additive_mask_matches_pytorch_and_equals_its_boolean_form():
+    q, k, v = _qkv(2, 4)
+    keep = torch.rand(5, 7) > 0.3
+    keep[:, 0] = True
+    add = masks.to_additive(keep)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=add)
+    assert_close(sdpa(q, k, v, mask=add), expected, **TOL32)
+    assert_close(sdpa(q, k, v, mask=add, return_weights=True)[0], expected, **TOL32)
+    assert_close(sdpa(q, k, v, mask=keep), expected, **TOL32)
+
+
+def test_soft_additive_bias_is_added_to_scores():
+    q, k, v = _qkv(3)
+    bias = torch.randn(5, 7)
+    expected = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8) + bias, -1) @ v
+    assert_close(sdpa(q, k, v, mask=bias, return_weights=True)[0], expected, **TOL32)
+    assert_close(sdpa(q, k, v, mask=bias), expected, **TOL32)
+
+
+@pytest.mark.parametrize("scale", [0.01, 0.5, 3.0])
+def test_custom_scale_matches_pytorch(scale):
+    q, k, v = _qkv(2, 3)
+    expected = F.scaled_dot_product_attention(q, k, v, scale=scale)
+    assert_close(sdpa(q, k, v, scale=scale), expected, **TOL32)
+    assert_close(sdpa(q, k, v, scale=scale, return_weights=True)[0], expected, **TOL32)
+
+
+def test_explicit_path_is_the_formula_written_out():
+    q, k, v = _qkv(4)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    out, w = sdpa(q, k, v, return_weights=True)
+    assert_close(w, weights, **TOL32)
+    assert_close(out, weights @ v, **TOL32)
+
+
+def test_batch_and_head_broadcasting_matches_pytorch():
+    q = torch.randn(3, 2, 5, 8)
+    k, v = torch.randn(1, 2, 7, 8), torch.randn(1, 2, 7, 8)  # one memory shared by the batch
+    mask = masks.causal(5, 7)  # (L, S) for every batch element and head
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert_close(sdpa(q, k, v, mask=mask), expected, **TOL32)
+    assert_close(sdpa(q, k, v, mask=mask, return_weights=True)[0], expected, **TOL32)
+
+
+def test_unbatched_inputs_work():
+    q, k, v = _qkv(L=3, S=4)
+    expected = F.scaled_dot_product_attention(q, k, v)
+    assert_close(sdpa(q, k, v), expected, **TOL32)
+    assert sdpa(q, k, v, return_weights=True)[1].shape == (3, 4)
+
+
+def test_is_causal_combines_with_a_mask():
+    q, k, v = _qkv(1, L=6, S=6)
+    pad = masks.padding([4], 6)  # (1, 1, 6)
+    both = masks.combine(masks.causal(6), pad)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=both)
+    assert_close(sdpa(q, k, v, mask=pad, is_causal=True), expected, **TOL32)
+    assert_close(sdpa(q, k, v, mask=masks.to_additive(pad), is_causal=True, return_weights=True)[0], expected, **TOL32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_fully_masked_row_gives_zeros_not_nan(dtype, weights, kind):
+    q, k, v = _qkv(2, 2, L=4, S=5, dtype=dtype)
+    keep = torch.ones(4, 5, dtype=torch.bool)
+    keep[1] = False  # query 1 may attend nothing
+    mask = keep if kind == "bool" else masks.to_additive(keep, dtype)
+    res = sdpa(q, k, v, mask=mask, return_weights=weights)
+    out = res[0] if weights else res
+    assert not torch.isnan(out).any()
+    assert (out[:, :, 1] == 0).all()
+    if weights:
+        assert (res[1][:, :, 1] == 0).all() and not torch.isnan(res[1]).any()
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float16, 2e-3), (torch.bfloat16, 2e-2)])
+def test_half_precision_matches_float64_reference(dtype, tol):
+    q, k, v = _qkv(2, 2, L=6, S=6, dtype=torch.float64)
+    mask = masks.causal(6)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    for weights in (False, True):
+        res = sdpa(q.to(dtype), k.to(dtype), v.to(dtype), mask=mask, return_weights=weights)
+        out = res[0] if weights else res
+        assert out.dtype == dtype
+        assert_close(out.double(), ref, atol=tol * 4, rtol=tol)
+
+
+def test_dropout_zeroes_some_weights_and_rescales_the_rest():
+    torch.manual_seed(1)
+    q, k, v = _qkv(2, 4, L=16, S=16)
+    _, w = sdpa(q, k, v, dropout_p=0.5, return_weights=True)
+    dropped = (w == 0).float().mean().item()
+    assert 0.35 < dropped < 0.65
+    _, w0 = sdpa(q, k, v, return_weights=True)
+    kept = w != 0
+    assert_close(w[kept], 2 * w0[kept], **TOL32)
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+def test_mismatched_last_dims_name_k_and_both_shapes():
+    with pytest.raises(ValueError, match=r"k has last dimension 6 \(shape \(2, 7, 6\)\), expected 8"):
+        sdpa(torch.randn(2, 5, 8), torch.randn(2, 7, 6), torch.randn(2, 7, 8))
+
+
+def test_key_value_length_mismatch_is_reported():
+    with pytest.raises(ValueError, match=r"k and v must have the same source length S.*\(2, 7, 8\).*\(2, 6, 8\)"):
+        sdpa(torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 6, 8))
+
+
+def test_mask_that_cannot_broadcast_is_reported_with_shapes():
+    q, k, v = _qkv(2, L=5, S=7)
+    with pytest.raises(ValueError, match=r"mask of shape \(5, 5\) cannot broadcast to the scores' shape \(2, 5, 7\)"):
+        sdpa(q, k, v, mask=torch.ones(5, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.uint8, torch.int32])
+def test_integer_mask_is_a_type_error(dtype):
+    q, k, v = _qkv(L=5, S=7)
+    with pytest.raises(TypeError, match=f"mask must be bool.*got dtype {dtype}"):
+        sdpa(q, k, v, mask=torch.ones(5, 7, dtype=dtype))
+
+
+def test_empty_sequences_are_rejected():
+    with pytest.raises(ValueError, match="q has an empty query length L"):
+        sdpa(torch.randn(0, 8), torch.randn(3, 8), torch.randn(3, 8))
+    with pytest.raises(ValueError, match="k has an empty source length S"):
+        sdpa(torch.randn(2, 8), torch.randn(0, 8), torch.randn(0, 8))
+
+
+def test_non_tensor_and_integer_inputs_are_type_errors():
+    with pytest.raises(TypeError, match="q must be a torch.Tensor, got list"):
+        sdpa([[1.0]], torch.randn(1, 1), torch.randn(1, 1))
+    with pytest.raises(TypeError, match="k must be a floating-point tensor"):
+        sdpa(torch.randn(2, 2), torch.ones(2, 2, dtype=torch.long), torch.randn(2, 2))
+
+
+def test_batch_dims_that_do_not_broadcast_are_reported():
+    with pytest.raises(ValueError, match=r"batch dimensions of q \(2, 5, 8\), k \(3, 7, 8\)"):
+        sdpa(torch.randn(2, 5, 8), torch.randn(3, 7, 8), torch.randn(3, 7, 8))
+
+
+def test_public_name_is_reexported():
+    assert attn.scaled_dot_product_attention is sdpa
