@@ -29,6 +29,7 @@ __all__ = [
     "local_global",
     "padding",
     "prefix_lm",
+    "seeded_uniform",
     "sliding_window",
     "to_additive",
 ]
@@ -128,6 +129,21 @@ def local_global(L: int, S: int | None = None, *, window: int, global_tokens: Se
     return keep
 
 
+def seeded_uniform(seed: int):
+    """A tiny portable random stream (mulberry32) giving floats in ``[0, 1)``.
+
+    The widgets' JavaScript implements the same 32-bit arithmetic, so a seed gives the same
+    numbers in Python and in the browser (``torch.Generator`` cannot be reproduced there).
+    """
+    M = 0xFFFFFFFF
+    a = int(seed) & M
+    while True:
+        a = (a + 0x6D2B79F5) & M
+        t = ((a ^ (a >> 15)) * (a | 1)) & M
+        t = ((t + (((t ^ (t >> 7)) * (t | 61)) & M)) & M) ^ t
+        yield ((t ^ (t >> 14)) & M) / 4294967296
+
+
 def bigbird(
     L: int,
     S: int | None = None,
@@ -137,15 +153,22 @@ def bigbird(
     num_random: int = 2,
     seed: int = 0,
 ) -> torch.Tensor:
-    """BigBird-style: window + global tokens + ``num_random`` random keys per query (seeded)."""
+    """BigBird-style: window + global tokens + ``num_random`` random keys per query (seeded).
+
+    Query ``i`` (in order) draws its keys by a partial Fisher-Yates shuffle of ``0 .. S-1`` driven
+    by :func:`seeded_uniform`, so the browser widgets draw exactly the same pattern.
+    """
     keep = local_global(L, S, window=window, global_tokens=global_tokens)
-    if num_random < 0:
-        raise ValueError(f"num_random must be >= 0, got {num_random}")
+    if not isinstance(num_random, int) or num_random < 0:
+        raise ValueError(f"num_random must be an integer >= 0, got {num_random!r}")
     S_ = keep.shape[1]
-    gen = torch.Generator().manual_seed(seed)
+    rng = seeded_uniform(seed)
     for i in range(L):
-        picks = torch.randperm(S_, generator=gen)[: min(num_random, S_)]
-        keep[i, picks] = True
+        keys = list(range(S_))
+        for r in range(min(num_random, S_)):
+            j = r + int(next(rng) * (S_ - r))
+            keys[r], keys[j] = keys[j], keys[r]
+            keep[i, keys[r]] = True
     return keep
 
 
