@@ -9,8 +9,8 @@ Shape legend (used in every docstring, shape comment and chapter):
 - ``H``: number of heads
 - ``L``: target (query) sequence length
 - ``S``: source (key/value) sequence length
-- ``E``: embedding size per head (``d_k``; ``Ev`` when values differ)
-- ``D``: model width, ``D = H * E`` (``d_model``)
+- ``E``: embedding size per head (d_k; Ev when values differ)
+- ``D``: model width, D = H * E (d_model)
 
 Mask convention (one meaning everywhere): a boolean mask is ``True`` where attention is *allowed*,
 exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floating-point mask is
@@ -20,7 +20,7 @@ exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floati
 zeros, never NaN.
 """
 
-from attn import functional, masks, positional
+from attn import functional, masks, positional, viz
 from attn.attention import MultiHeadAttention, SelfAttention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import SinusoidalPositionalEncoding
@@ -46,4 +46,5 @@ __all__ = [
     "masks",
     "positional",
     "scaled_dot_product_attention",
+    "viz",
 ]

@@ -1,0 +1,76 @@
+"""attn.scaled_dot_product_attention (dispatch path) vs torch's F.scaled_dot_product_attention.
+
+The dispatch path adds input checks and mask preparation in Python, then calls PyTorch's fused
+kernel; the goal is at most 1.05x its time. The explicit path (matmul, softmax, matmul; it
+returns the weights) is timed too: it exists to teach, not to be fast.
+
+    make bench        # or: .venv/bin/python benchmarks/sdpa_dispatch.py [--quick]
+
+Timings interleave the implementations and report medians, float32, B=1, H=8, E=64.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+import attn
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def run(sizes, causal: bool, repeats: int) -> list[tuple]:
+    rows = []
+    for n in sizes:
+        g = torch.Generator().manual_seed(n)
+        q, k, v = (torch.randn(1, 8, n, 64, generator=g) for _ in range(3))
+        fns = {
+            "torch": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            "attn": lambda: attn.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            "explicit": lambda: attn.scaled_dot_product_attention(q, k, v, is_causal=causal, return_weights=True),
+        }
+        torch.testing.assert_close(fns["attn"](), fns["torch"](), atol=1e-5, rtol=1e-5)
+        for fn in fns.values():  # warm-up
+            fn()
+        # Interleave: each round times all three, so drifts in machine load hit them alike.
+        samples = {name: [] for name in fns}
+        for _ in range(repeats):
+            for name, fn in fns.items():
+                if name == "explicit" and n >= 4096 and len(samples[name]) >= 3:
+                    continue
+                samples[name].append(median_time(fn, 1))
+        t = {name: statistics.median(s) for name, s in samples.items()}
+        rows.append((n, causal, t["torch"], t["attn"], t["explicit"]))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    args = ap.parse_args()
+    sizes = [256, 1024] if args.quick else [256, 512, 1024, 2048, 4096]
+    repeats = 5 if args.quick else 15
+    torch.set_num_threads(torch.get_num_threads())
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, B=1 H=8 E=64")
+    print(f"{'n':>5} {'causal':>6} {'torch ms':>9} {'attn ms':>8} {'attn/torch':>10} {'explicit ms':>11} {'explicit/torch':>14}")
+    worst = 0.0
+    for causal in (False, True):
+        for n, c, tt, ta, te in run(sizes, causal, repeats):
+            worst = max(worst, ta / tt)
+            print(f"{n:>5} {str(c):>6} {tt * 1e3:>9.2f} {ta * 1e3:>8.2f} {ta / tt:>10.3f} {te * 1e3:>11.2f} {te / tt:>14.2f}")
+    print(f"worst attn/torch ratio: {worst:.3f} (goal <= 1.05)")
+
+
+if __name__ == "__main__":
+    main()

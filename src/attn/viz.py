@@ -1,0 +1,135 @@
+"""Plots reused across the chapters. Each returns the matplotlib Figure; nothing is printed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+__all__ = ["Table", "heatmap", "heatmaps"]
+
+
+def _np(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().to(torch.float32).cpu().numpy()
+    return np.asarray(x, dtype=float)
+
+
+def _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlabel, ylabel):
+    im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    if col_labels is not None:
+        ax.set_xticks(range(len(col_labels)), col_labels, rotation=45, ha="right")
+    if row_labels is not None:
+        ax.set_yticks(range(len(row_labels)), row_labels)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if annotate:
+        mid = (np.nanmax(m) + np.nanmin(m)) / 2 if m.size else 0
+        for (i, j), val in np.ndenumerate(m):
+            ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if val > mid else "black")
+    return im
+
+
+def heatmap(
+    matrix,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    title: str = "",
+    xlabel: str = "key",
+    ylabel: str = "query",
+    cmap: str = "viridis",
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    annotate: bool = False,
+    colorbar_label: str = "attention weight",
+    figsize: tuple[float, float] | None = None,
+):
+    """One labelled heatmap of a ``(L, S)`` matrix, rows = queries, columns = keys."""
+    m = _np(matrix)
+    if m.ndim != 2:
+        raise ValueError(f"matrix must be 2-D (L, S), got shape {m.shape}")
+    L, S = m.shape
+    fig, ax = plt.subplots(figsize=figsize or (1.2 + 0.45 * S, 0.9 + 0.4 * L), constrained_layout=True)
+    im = _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlabel, ylabel)
+    fig.colorbar(im, ax=ax, label=colorbar_label, shrink=0.85)
+    return fig
+
+
+def heatmaps(
+    matrices,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    *,
+    titles: Sequence[str] | None = None,
+    suptitle: str = "",
+    xlabel: str = "key",
+    ylabel: str = "query",
+    cmap: str = "viridis",
+    vmin: float | None = 0.0,
+    vmax: float | None = None,
+    colorbar_label: str = "attention weight",
+    ncols: int | None = None,
+    panel_size: float = 2.6,
+):
+    """A grid of heatmaps sharing one colour scale (e.g. one per head): ``(N, L, S)``."""
+    ms = _np(matrices)
+    if ms.ndim != 3:
+        raise ValueError(f"matrices must be 3-D (N, L, S), got shape {ms.shape}")
+    n = ms.shape[0]
+    ncols = min(n, 4) if ncols is None else ncols
+    nrows = -(-n // ncols)
+    vmax = float(np.nanmax(ms)) if vmax is None else vmax
+    fig, axes = plt.subplots(nrows, ncols, figsize=(panel_size * ncols + 1, panel_size * nrows + 0.4),
+                             constrained_layout=True, squeeze=False)
+    im = None
+    for idx, ax in enumerate(axes.flat):
+        if idx >= n:
+            ax.axis("off")
+            continue
+        t = titles[idx] if titles else ""
+        im = _draw(ax, ms[idx], row_labels, col_labels, t, cmap, vmin, vmax, False,
+                   xlabel if idx // ncols == nrows - 1 else "", ylabel if idx % ncols == 0 else "")
+    fig.colorbar(im, ax=axes, label=colorbar_label, shrink=0.8)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+class Table:
+    """A small results table that shows as HTML in a notebook and as aligned text elsewhere.
+
+    ``Table(rows, headers, floatfmt=".3f")``; rows are sequences of numbers or strings.
+    """
+
+    def __init__(self, rows: Sequence[Sequence], headers: Sequence[str], floatfmt: str = ".3f"):
+        self.headers = [str(h) for h in headers]
+        self.rows = [[self._fmt(v, floatfmt) for v in row] for row in rows]
+        for r in self.rows:
+            if len(r) != len(self.headers):
+                raise ValueError(f"every row needs {len(self.headers)} cells, got {len(r)}: {r}")
+
+    @staticmethod
+    def _fmt(v, floatfmt: str) -> str:
+        if isinstance(v, torch.Tensor):
+            v = v.item()
+        if isinstance(v, (float, np.floating)):
+            return format(float(v), floatfmt)
+        return str(v)
+
+    def __repr__(self) -> str:
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
+        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+        return "\n".join([line(self.headers), line(["-" * w for w in widths]), *map(line, self.rows)])
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
+        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        return f'<table class="attn-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
