@@ -40,3 +40,85 @@ def built_site(tmp_path_factory) -> pathlib.Path:
     html = out / "_build" / "html"
     (html / ".build-log.txt").write_text(log)
     return html
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+    "--disable-background-networking", "--disable-component-update",
+]
+
+
+@pytest.fixture(scope="session")
+def site_server(built_site):
+    """Serve the built site on 127.0.0.1 (a free port) for the browser tests."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    handler = functools.partial(Quiet, directory=str(built_site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Debian's Chromium driven by Playwright; skipped (with the install command) where absent."""
+    if not pathlib.Path(CHROMIUM).exists():
+        if __import__("os").environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} is missing in CI: .ci/run must install it (apt-get install -y chromium)")
+        pytest.skip(f"browser tests need Debian's Chromium at {CHROMIUM}: apt-get update && apt-get install -y chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class PageWatch:
+    """A page whose off-host requests are aborted and recorded, with console errors collected."""
+
+    def __init__(self, browser, base: str):
+        self.base = base
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.offhost: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.route("**/*", self._route)
+        self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
+        self.page.on("dialog", lambda d: (self.errors.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def _route(self, route):
+        url = route.request.url
+        self.requests.append(url)
+        if url.startswith(self.base) or url.startswith("data:") or url.startswith("blob:"):
+            route.continue_()
+        else:
+            self.offhost.append(url)
+            route.abort()
+
+    def goto(self, path: str):
+        self.page.goto(f"{self.base}/{path}", wait_until="networkidle")
+        return self.page
+
+    def close(self):
+        self.context.close()
+
+
+@pytest.fixture
+def watch(browser, site_server):
+    w = PageWatch(browser, site_server)
+    yield w
+    w.close()

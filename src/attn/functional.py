@@ -22,7 +22,7 @@ from attn import _checks, masks
 __all__ = ["explicit_attention", "prepare_mask", "scaled_dot_product_attention"]
 
 
-def _validate(q, k, v) -> tuple[int, int, int]:
+def _validate(q, k, v) -> tuple[int, int, tuple[int, ...]]:
     for name, x in (("q", q), ("k", k), ("v", v)):
         _checks.tensor(name, x, min_dim=2)
         _checks.floating(name, x)
@@ -38,14 +38,16 @@ def _validate(q, k, v) -> tuple[int, int, int]:
     _checks.non_empty("q", q, -2, "query length L")
     _checks.non_empty("k", k, -2, "source length S")
     _checks.non_empty("q", q, -1, "embedding E")
-    try:
-        torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the batch dimensions of q {_checks.fmt(q.shape)}, k {_checks.fmt(k.shape)} and "
-            f"v {_checks.fmt(v.shape)} do not broadcast"
-        ) from None
-    return q.shape[-2], k.shape[-2], E
+    batch = q.shape[:-2]
+    if not (batch == k.shape[:-2] == v.shape[:-2]):  # the common case needs no broadcasting
+        try:
+            batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        except RuntimeError:
+            raise ValueError(
+                f"the batch dimensions of q {_checks.fmt(q.shape)}, k {_checks.fmt(k.shape)} and "
+                f"v {_checks.fmt(v.shape)} do not broadcast"
+            ) from None
+    return q.shape[-2], k.shape[-2], tuple(batch)
 
 
 def prepare_mask(
@@ -135,13 +137,15 @@ def scaled_dot_product_attention(
     Raises:
         TypeError / ValueError naming the argument and the shapes when inputs do not fit.
     """
-    L, S, _ = _validate(q, k, v)
-    batch = tuple(torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
+    L, S, batch = _validate(q, k, v)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
+    if not return_weights and mask is None:
+        # PyTorch's fused kernels (flash / memory-efficient / math) give the same result without
+        # materialising the weights, and with is_causal they skip the blocked half of the work.
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     mask = prepare_mask(mask, is_causal, L, S, batch, q.dtype, q.device)
     if return_weights:
         return explicit_attention(q, k, v, mask, scale, dropout_p)
-    # PyTorch's fused kernels (flash / memory-efficient / math) give the same result without ever
-    # materialising the weights; fully masked rows already come out as zeros there.
+    # Fully masked rows come out of PyTorch's kernels as zeros already (tested).
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)
