@@ -54,16 +54,18 @@ def setup_cell_source() -> str:
     """The first code cell of every chapter. It changes nothing outside Colab."""
     url, branch = repository()
     return (
-        "# Set-up: in Google Colab, install the book's `attn` package; elsewhere it is already installed.\n"
+        "# In Google Colab, install the book's `attn` package; elsewhere this cell does nothing.\n"
         "import sys\n"
         "\n"
         'if "google.colab" in sys.modules:\n'
         "    import subprocess\n"
         "\n"
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "attn @ git+{url}@{branch}"], check=True)\n'
         "    from google.colab import output\n"
         "\n"
-        "    output.enable_custom_widget_manager()  # the book's widgets are third-party widgets"
+        f'    REPO = "{url}"\n'
+        '    pip = [sys.executable, "-m", "pip", "install", "-q"]\n'
+        f'    subprocess.run([*pip, f"attn @ git+{{REPO}}@{branch}"], check=True)\n'
+        "    output.enable_custom_widget_manager()  # for the book's widgets"
     )
 
 

@@ -68,7 +68,7 @@ def test_chapters_in_toc_are_exactly_the_notebooks_in_book(root):
 def test_every_chapter_starts_with_the_generated_colab_cell(root):
     url, branch = notebooks.repository()
     expected = notebooks.setup_cell_source()
-    assert f"git+{url}@{branch}" in expected
+    assert f'REPO = "{url}"' in expected and f"@{branch}" in expected
     for path in notebooks.chapters():
         nb = nbformat.read(path, as_version=4)
         first = next(c for c in nb.cells if c.cell_type == "code")
