@@ -157,3 +157,52 @@ def test_mha_input_errors_name_the_argument():
         m(torch.randn(2, 5, 16), mask=masks.causal(3))
     with pytest.raises(ValueError, match="must share B"):
         m(torch.randn(2, 5, 16), torch.randn(3, 5, 16))
+
+
+# --- caches -----------------------------------------------------------------------------------
+
+def test_incremental_decoding_with_kv_cache_equals_full_causal_pass():
+    m = attn.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 9, 16)
+    full, _ = m(x, is_causal=True)
+    cache = attn.KVCache()
+    steps = [m(x[:, :3], is_causal=True, cache=cache)[0]]  # a prompt of 3 tokens, then one at a time
+    for t in range(3, 9):
+        steps.append(m(x[:, t : t + 1], is_causal=True, cache=cache)[0])
+    assert len(cache) == 9
+    assert_close(torch.cat(steps, dim=1), full, **TOL)
+
+
+def test_cached_step_weights_match_the_full_pass_row():
+    m = attn.MultiHeadAttention(8, 2).eval()
+    x = torch.randn(1, 5, 8)
+    _, w_full = m(x, is_causal=True, need_weights=True)
+    cache = attn.KVCache()
+    m(x[:, :4], is_causal=True, cache=cache)
+    _, w_last = m(x[:, 4:], is_causal=True, cache=cache, need_weights=True)
+    assert_close(w_last[:, 0], w_full[:, 4], **TOL)
+
+
+def test_static_cross_attention_cache_projects_memory_once():
+    m = attn.MultiHeadAttention(16, 4).eval()
+    x, memory = torch.randn(2, 6, 16), torch.randn(2, 11, 16)
+    expected, _ = m(x, memory)
+    cache = attn.KVCache(static=True)
+    first, _ = m(x[:, :2], memory, cache=cache)
+    k_id = id(cache.k)
+    rest, _ = m(x[:, 2:], memory, cache=cache)
+    assert id(cache.k) == k_id, "static cache must not be recomputed"
+    assert_close(torch.cat([first, rest], 1), expected, **TOL)
+
+
+def test_cache_rejects_a_different_batch():
+    m = attn.MultiHeadAttention(8, 2).eval()
+    cache = attn.KVCache()
+    m(torch.randn(2, 3, 8), cache=cache)
+    with pytest.raises(ValueError, match=r"do not match the cached \(2, 2, 3, 4\)"):
+        m(torch.randn(3, 1, 8), cache=cache)
+
+
+def test_positional_must_act_inside_attention():
+    with pytest.raises(ValueError, match="mode 'scores' or 'qk'"):
+        attn.MultiHeadAttention(8, 2, positional=attn.SinusoidalPositionalEncoding(8))

@@ -21,7 +21,7 @@ zeros, never NaN.
 """
 
 from attn import functional, masks, positional, viz
-from attn.attention import MultiHeadAttention, SelfAttention
+from attn.attention import KVCache, MultiHeadAttention, SelfAttention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import SinusoidalPositionalEncoding
 
@@ -38,6 +38,7 @@ SHAPE_LEGEND: dict[str, str] = {
 }
 
 __all__ = [
+    "KVCache",
     "MultiHeadAttention",
     "SHAPE_LEGEND",
     "SelfAttention",

@@ -10,10 +10,57 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn import _checks
+from attn import _checks, masks
 from attn.functional import scaled_dot_product_attention
 
-__all__ = ["MultiHeadAttention", "SelfAttention"]
+__all__ = ["KVCache", "MultiHeadAttention", "SelfAttention"]
+
+
+def _and(mask: torch.Tensor | None, allowed: torch.Tensor) -> torch.Tensor:
+    """Restrict ``mask`` (bool or additive, or None) to the pairs ``allowed`` (bool)."""
+    if mask is None or mask.dtype == torch.bool:
+        return allowed if mask is None else mask & allowed
+    return mask.masked_fill(~allowed, float("-inf"))
+
+
+def _add(mask: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    """Add a float score bias to a bool or additive mask."""
+    if mask.dtype == torch.bool:
+        return bias.masked_fill(~mask, float("-inf"))
+    return mask + bias
+
+
+class KVCache:
+    """Keys and values kept between decoding steps, shaped ``(B, H, S, E)``.
+
+    A decoder that generates one token at a time would otherwise recompute the keys and values of
+    every earlier token at every step. With ``static=True`` (cross-attention) the first call stores
+    the projected encoder keys and values, and later calls reuse them.
+    """
+
+    def __init__(self, static: bool = False):
+        self.static = static
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append new keys/values ``(B, H, S_new, E)``; return everything cached."""
+        if self.k is None or self.static:
+            self.k, self.v = k, v
+        else:
+            if k.shape[0] != self.k.shape[0] or k.shape[1] != self.k.shape[1]:
+                raise ValueError(
+                    f"new keys {_checks.fmt(k.shape)} do not match the cached {_checks.fmt(self.k.shape)} in (B, H)"
+                )
+            self.k = torch.cat([self.k, k], dim=-2)  # (B, H, S + S_new, E)
+            self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def __repr__(self) -> str:
+        return f"KVCache(static={self.static}, length={len(self)})"
 
 
 class SelfAttention(nn.Module):
@@ -69,9 +116,14 @@ class MultiHeadAttention(nn.Module):
         num_heads: number of heads ``H``; must divide ``d_model``.
         dropout: dropout on the attention weights in training mode.
         bias: biases on the input and output projections.
+        positional: an encoding that acts inside attention (see :mod:`attn.positional`): mode
+            ``"qk"`` rotates queries and keys (RoPE), mode ``"scores"`` adds a bias to the scores
+            (ALiBi, T5, Shaw). Applied in self-attention only.
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True):
+    def __init__(
+        self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True, positional: nn.Module | None = None
+    ):
         super().__init__()
         if not isinstance(num_heads, int) or num_heads < 1:
             raise ValueError(f"num_heads must be a positive integer, got {num_heads!r}")
@@ -86,6 +138,13 @@ class MultiHeadAttention(nn.Module):
         self.dropout = dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)  # W_q; W_k; W_v stacked
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+        if positional is not None and getattr(positional, "mode", None) not in ("scores", "qk"):
+            raise ValueError(
+                "positional must be an encoding that acts inside attention (mode 'scores' or 'qk'); "
+                f"got {type(positional).__name__} with mode {getattr(positional, 'mode', None)!r}. "
+                "Encodings with mode 'input' are added to the token embeddings instead."
+            )
+        self.positional = positional
 
     def _project(self, query, key, value):
         """Apply W_q, W_k, W_v, with one matmul when the inputs are the same tensor."""
@@ -116,6 +175,7 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         key_mask: torch.Tensor | None = None,
         is_causal: bool = False,
+        cache: KVCache | None = None,
         need_weights: bool = False,
         average_weights: bool = True,
     ):
@@ -124,32 +184,55 @@ class MultiHeadAttention(nn.Module):
             key, value: ``(B, S, D)``; default ``query`` (self-attention). Pass the encoder output
                 for cross-attention.
             mask: bool (True = may attend) or additive, broadcasting to ``(B, H, L, S)``; an
-                ``(L, S)`` or ``(B, L, S)`` mask applies to every head.
+                ``(L, S)`` or ``(B, L, S)`` mask applies to every head. With a cache, ``S`` counts
+                the cached keys too.
             key_mask: ``(B, S)`` bool, ``True`` for real keys and ``False`` for padding
                 (the opposite of ``nn.MultiheadAttention``'s ``key_padding_mask``).
-            is_causal: block keys after each query.
+            is_causal: block keys after each query. Queries are taken to be the *last* ``L``
+                positions of the ``S`` keys (bottom-right alignment), which is what decoding with
+                a cache needs; for ``L == S`` it is the usual lower triangle.
+            cache: a :class:`KVCache`. For self-attention the new keys and values are appended
+                and the queries attend to everything cached; a ``KVCache(static=True)`` for
+                cross-attention projects ``key``/``value`` once and reuses them afterwards.
             need_weights: also return attention weights.
             average_weights: average the weights over heads ``(B, L, S)``; else ``(B, H, L, S)``.
 
         Returns:
             output ``(B, L, D)``, and weights or ``None``.
         """
+        self_attention = key is None
+        reuse = cache is not None and cache.static and cache.k is not None
         key = query if key is None else key
         value = key if value is None else value
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            _checks.tensor(name, x, min_dim=3)
-            if x.dim() != 3:
-                raise ValueError(f"{name} must have shape (B, N, D), got {_checks.fmt(x.shape)}")
-            _checks.last_dim(name, x, self.d_model, "d_model")
+        self._check_inputs(query, None if reuse else key, None if reuse else value)
         B, L, _ = query.shape
-        S = key.shape[1]
-        if key.shape[:2] != value.shape[:2] or key.shape[0] != B:
-            raise ValueError(
-                f"query {_checks.fmt(query.shape)}, key {_checks.fmt(key.shape)} and value "
-                f"{_checks.fmt(value.shape)} must share B, and key and value must share S"
-            )
+        past = len(cache) if cache is not None and not cache.static else 0
+
+        if reuse:  # cached cross-attention: only the queries need projecting
+            W, b = self.in_proj.weight, self.in_proj.bias
+            q = self._split_heads(F.linear(query, W[: self.d_model], None if b is None else b[: self.d_model]))
+            k, v = cache.k, cache.v  # (B, H, S, E)
+            if k.shape[0] != B:
+                raise ValueError(f"the cache holds keys for batch size {k.shape[0]}, query has B = {B}")
+        else:
+            q, k, v = (self._split_heads(t) for t in self._project(query, key, value))  # (B, H, L|S, E)
+
+        pos = self.positional
+        if pos is not None and pos.mode == "qk" and self_attention:
+            q = pos.rotate(q, past)  # rotate q and k by their absolute positions
+            k = pos.rotate(k, past)
+        if cache is not None and not reuse:
+            k, v = cache.update(k, v)  # (B, H, past + S_new, E)
+        S = k.shape[-2]
+
         mask = self._merge_masks(mask, key_mask, B, L, S)
-        q, k, v = (self._split_heads(t) for t in self._project(query, key, value))  # (B, H, L|S, E)
+        if is_causal and (L != S or mask is not None or (pos is not None and pos.mode == "scores")):
+            mask = _and(mask, masks.causal(L, S, offset=S - L, device=q.device))
+            is_causal = False
+        if pos is not None and pos.mode == "scores" and self_attention:
+            bias = pos.score_bias(q, S - L, S)  # broadcasts to (B, H, L, S)
+            mask = bias if mask is None else _add(mask, bias)
+
         p = self.dropout if self.training else 0.0
         if need_weights:
             z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p, return_weights=True)
@@ -160,6 +243,20 @@ class MultiHeadAttention(nn.Module):
         if w is not None and average_weights:
             w = w.mean(dim=1)  # (B, L, S)
         return out, w
+
+    def _check_inputs(self, query, key, value) -> None:
+        for name, x in (("query", query), ("key", key), ("value", value)):
+            if x is None:
+                continue
+            _checks.tensor(name, x, min_dim=3)
+            if x.dim() != 3:
+                raise ValueError(f"{name} must have shape (B, N, D), got {_checks.fmt(x.shape)}")
+            _checks.last_dim(name, x, self.d_model, "d_model")
+        if key is not None and (key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]):
+            raise ValueError(
+                f"query {_checks.fmt(query.shape)}, key {_checks.fmt(key.shape)} and value "
+                f"{_checks.fmt(value.shape)} must share B, and key and value must share S"
+            )
 
     def _merge_masks(self, mask, key_mask, B: int, L: int, S: int):
         if mask is not None:

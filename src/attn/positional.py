@@ -1,5 +1,20 @@
 r"""Positional encodings: attention alone cannot tell order, these tell it.
 
+Every encoding declares, in its class attribute ``mode``, where it enters the model:
+
+- ``"input"``: added to the token embeddings before the first layer,
+  ``forward(x, offset=0) -> x + PE[offset : offset + L]`` (sinusoidal, learned absolute, 2-D).
+- ``"scores"``: a bias added to the attention scores inside every self-attention layer,
+  ``score_bias(q, q_offset, S) -> (B|1, H|1, L, S)`` for queries at positions
+  ``q_offset .. q_offset + L - 1`` and keys at ``0 .. S - 1`` (ALiBi, T5 buckets, Shaw relative).
+  The bias is added to the *scaled* scores.
+- ``"qk"``: rotates queries and keys after their projections,
+  ``rotate(x, offset) -> x`` for ``x`` of shape ``(B, H, N, E)`` at positions
+  ``offset .. offset + N - 1`` (RoPE).
+
+:class:`attn.MultiHeadAttention` takes ``positional=`` for the last two modes and applies them in
+self-attention, with or without a :class:`attn.KVCache`.
+
 Sinusoidal encoding (Vaswani et al., 2017), for position ``pos`` and dimension pair ``i``:
 
 .. math::
@@ -40,6 +55,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         max_len: longest sequence the table covers.
         base: the wavelength base (10000 in the original paper).
     """
+
+    mode = "input"
 
     def __init__(self, d_model: int, max_len: int = 4096, base: float = 10000.0):
         super().__init__()

@@ -1,0 +1,18 @@
+"""Interactive explorers for the book, built on anywidget.
+
+Each explorer keeps all its data in synced traits and draws (and answers input) in its own
+self-contained JavaScript module, so it works in a live notebook, where Python can change it, and in
+the static book, where no kernel runs:
+
+- :class:`MaskExplorer`: every mask of :mod:`attn.masks` as a grid, its additive form and the softmax;
+- :class:`AttentionExplorer`: attention weights ``(layers, heads, L, S)`` as lines or heatmaps;
+- :class:`PositionalEncodingExplorer`: a positional table, the similarity of positions, and one
+  dimension pair turning on the unit circle.
+"""
+
+from attn.widgets._state import state_size_bytes
+from attn.widgets.attention_explorer import AttentionExplorer
+from attn.widgets.mask_explorer import KINDS, MaskExplorer, seeded_scores
+from attn.widgets.positional_explorer import PositionalEncodingExplorer
+
+__all__ = ["KINDS", "AttentionExplorer", "MaskExplorer", "PositionalEncodingExplorer", "seeded_scores", "state_size_bytes"]

@@ -1,0 +1,301 @@
+// AttentionExplorer front end (anywidget ES module): a head view of weights (layers, heads, L, S).
+// Self-contained (no imports, no network) so the static book answers input offline. Everything is
+// scoped to the widget's own element; tokens are only ever set as text (textContent), never as HTML.
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
+const PALETTE = ["#3b75af", "#e8772e", "#3a923a", "#c03d3e", "#8c6bb1", "#8c564b", "#d45fb0", "#5f6b6d", "#a0a014", "#1ba3b6"];
+const WIDTH = 660;
+
+/** A distinct colour per head: ten hand-picked, then golden-angle hues. */
+export function headColor(h) {
+  return h < PALETTE.length ? PALETTE[h] : `hsl(${Math.round((h * 137.508) % 360)}, 55%, 42%)`;
+}
+
+/** Short display form of a token (full text goes in a tooltip). */
+export function shortToken(tok, max = 18) {
+  const s = String(tok);
+  if (s.trim() === "") return s.length ? "\u2423".repeat(Math.min(s.length, 3)) : "\u2205";
+  return s.length > max ? s.slice(0, max - 1) + "\u2026" : s;
+}
+
+/** The value that maps to full opacity: 1 for probabilities, else the largest weight. */
+export function weightScale(weights, normalized) {
+  if (normalized) return 1;
+  let m = 0;
+  for (const l of weights) for (const hd of l) for (const r of hd) for (const w of r) m = Math.max(m, w);
+  return m > 0 ? m : 1;
+}
+
+function h(tag, attrs = {}, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) if (v != null && v !== false) e.setAttribute(k === "class" ? "class" : k, v);
+  for (const k of kids) e.append(k);
+  return e;
+}
+function s(tag, attrs = {}, text) {
+  const e = document.createElementNS(SVGNS, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v != null) e.setAttribute(k, v);
+  if (text != null) e.textContent = text;
+  return e;
+}
+const tip = (node, text) => { node.append(s("title", {}, text)); return node; };
+const charW = (n) => Math.min(18, n) * 7 + 4;
+const maxLen = (toks) => Math.max(1, ...toks.map((t) => shortToken(t).length));
+
+function download(el, url, name) {
+  const a = h("a", { href: url, download: name, hidden: true });
+  el.append(a); a.click(); a.remove();
+}
+
+function render({ model, el }) {
+  const root = h("div", { class: "attn-w attn-head-view" });
+  el.append(root);
+  const layerSel = h("select", { name: "layer" });
+  const viewBtns = ["lines", "heatmap"].map((v) => h("button", { type: "button", name: "view", value: v }, v));
+  const headBox = h("div", { class: "attn-heads", role: "group", "aria-label": "heads shown" });
+  const allBtn = h("button", { type: "button", name: "all_heads" }, "all");
+  const pngBtn = h("button", { type: "button", name: "export", value: "png" }, "save PNG");
+  const svgBtn = h("button", { type: "button", name: "export", value: "svg" }, "save SVG");
+  root.append(
+    h("div", { class: "attn-controls" },
+      h("label", { class: "attn-field", "data-control": "layer" }, h("span", {}, "layer"), layerSel),
+      h("span", { class: "attn-field", role: "group", "aria-label": "view", "data-control": "view" }, h("span", {}, "view"), ...viewBtns),
+      h("span", { class: "attn-field", "data-control": "export" }, pngBtn, svgBtn)),
+    h("div", { class: "attn-controls", "data-control": "heads" }, h("span", { class: "attn-field" }, "heads"), headBox, allBtn));
+  const figure = h("div", { class: "attn-figure" });
+  const readout = h("div", { class: "attn-readout", "aria-live": "polite" });
+  root.append(figure, readout);
+
+  let hover = null, svg = null, parts = null;
+  const get = (k) => model.get(k);
+  const put = (k, v) => { model.set(k, v); model.save_changes(); };
+
+  layerSel.addEventListener("change", () => put("layer", parseInt(layerSel.value, 10)));
+  viewBtns.forEach((b) => b.addEventListener("click", () => put("view", b.value)));
+  allBtn.addEventListener("click", () => put("heads", get("heads").map(() => true)));
+  headBox.addEventListener("click", (e) => {
+    const b = e.target.closest("button[name=head]");
+    if (!b) return;
+    const hs = get("heads").slice(); hs[+b.value] = !hs[+b.value];
+    put("heads", hs);
+  });
+  const fileBase = () => `attention-layer${get("layer") + 1}-${get("view")}`;
+  svgBtn.addEventListener("click", () => {
+    const url = URL.createObjectURL(new Blob([serialize()], { type: "image/svg+xml" }));
+    download(root, url, fileBase() + ".svg");
+    setTimeout(() => URL.revokeObjectURL(url), 4000);
+  });
+  pngBtn.addEventListener("click", () => {
+    const w = +svg.getAttribute("width"), ht = +svg.getAttribute("height"), k = 2;
+    const img = new Image();
+    img.onload = () => {
+      const c = document.createElement("canvas");
+      c.width = w * k; c.height = ht * k;
+      const ctx = c.getContext("2d");
+      ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, c.width, c.height);
+      ctx.drawImage(img, 0, 0, c.width, c.height);
+      download(root, c.toDataURL("image/png"), fileBase() + ".png");
+    };
+    img.src = "data:image/svg+xml;charset=utf-8," + encodeURIComponent(serialize());
+  });
+  const serialize = () => {
+    const c = svg.cloneNode(true);
+    c.setAttribute("xmlns", SVGNS);
+    c.querySelectorAll("[tabindex]").forEach((n) => n.removeAttribute("tabindex"));
+    return new XMLSerializer().serializeToString(c);
+  };
+
+  // ----- which query is highlighted: the hovered/focused one, else the pinned one
+  const current = () => (hover != null ? hover : get("query") >= 0 ? get("query") : null);
+  const pin = (i) => put("query", get("query") === i ? -1 : i);
+  function onTokenEvent(e) {
+    const g = e.target.closest && e.target.closest("[data-q]");
+    if (!g || !svg.contains(g)) return;
+    const i = +g.dataset.q;
+    if (e.type === "pointerover" || e.type === "focusin") { hover = i; highlight(); }
+    else if (e.type === "click" && g.classList.contains("attn-tok")) pin(i);
+    else if (e.type === "keydown" && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); pin(i); }
+    else if (e.type === "keydown" && e.key === "Escape") put("query", -1);
+  }
+  for (const ev of ["pointerover", "focusin", "click", "keydown"]) figure.addEventListener(ev, onTokenEvent);
+  figure.addEventListener("pointerleave", () => { hover = null; highlight(); });
+  figure.addEventListener("focusout", (e) => { if (!figure.contains(e.relatedTarget)) { hover = null; highlight(); } });
+
+  function data() {
+    const W = get("weights"), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
+    const H = W[0].length, shown = get("heads");
+    const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
+    return { W: W[layer], layer, layers: W.length, H, active, q: get("tokens"), k: get("key_tokens"),
+      scale: weightScale(W, get("normalized")), view: get("view") === "heatmap" ? "heatmap" : "lines" };
+  }
+
+  function controls(d) {
+    if (layerSel.options.length !== d.layers) {
+      layerSel.replaceChildren(...Array.from({ length: d.layers }, (_, l) => h("option", { value: l }, `${l + 1} of ${d.layers}`)));
+    }
+    layerSel.value = d.layer;
+    viewBtns.forEach((b) => b.setAttribute("aria-pressed", String(b.value === d.view)));
+    headBox.replaceChildren(...Array.from({ length: d.H }, (_, hd) => {
+      const dot = h("span", { class: "attn-dot" }); dot.style.background = headColor(hd);
+      return h("button", { type: "button", name: "head", value: hd, "aria-pressed": String(d.active.includes(hd)),
+        "aria-label": `head ${hd + 1}` }, dot, String(hd + 1));
+    }));
+    Object.assign(root.dataset, { view: d.view, layer: d.layer, heads: d.active.join(","), query: get("query") });
+  }
+
+  function legend(d, y) {
+    const g = s("g", { class: "attn-legend", transform: `translate(12, ${y})`, "font-size": 11, fill: "#555" });
+    let x = 0;
+    for (const hd of d.active) {
+      g.append(s("rect", { x, y: -9, width: 10, height: 10, rx: 2, fill: headColor(hd) }), s("text", { x: x + 14, y: 0 }, `head ${hd + 1}`));
+      x += 62;
+    }
+    x += 10;
+    g.append(s("text", { x, y: 0 }, d.view === "lines" ? "line opacity = weight:  0" : "weight:  0"));
+    x += d.view === "lines" ? 146 : 70;
+    for (let n = 0; n < 10; n++) g.append(s("rect", { x: x + n * 9, y: -9, width: 9, height: 10, fill: "#222", "fill-opacity": n / 9 }));
+    g.append(s("rect", { x, y: -9, width: 90, height: 10, fill: "none", stroke: "#ccc" }));
+    g.append(s("text", { x: x + 96, y: 0 }, d.scale === 1 ? "1" : d.scale.toFixed(3)));
+    return g;
+  }
+
+  function drawLines(d) {
+    const rowH = 22, top = 46, L = d.q.length, S = d.k.length;
+    const qW = Math.max(56, charW(maxLen(d.q))), kW = Math.max(40, charW(maxLen(d.k))), barsW = 70;
+    const gap = Math.max(150, Math.min(320, WIDTH - 24 - qW - kW - barsW));
+    const x0 = 12 + qW, x1 = x0 + gap, W = x1 + kW + barsW + 12, Ht = top + Math.max(L, S) * rowH + 34;
+    const root_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
+      "aria-label": `attention lines, layer ${d.layer + 1}` });
+    root_.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
+      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, `Layer ${d.layer + 1}`),
+      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#888" }, "queries"),
+      s("text", { x: x1, y: 36, "font-size": 11, fill: "#888" }, "keys"));
+    const yq = (i) => top + i * rowH + rowH / 2;
+    const lines = s("g", { class: "attn-lines", "stroke-width": 2, "stroke-linecap": "round" });
+    for (const hd of d.active) {
+      const col = headColor(hd);
+      d.W[hd].forEach((row, i) => row.forEach((w, j) => {
+        if (w / d.scale < 0.005) return;
+        lines.append(s("line", { class: "attn-line", x1: x0 + 6, y1: yq(i), x2: x1 - 6, y2: yq(j), stroke: col,
+          "stroke-opacity": (w / d.scale).toFixed(3), "data-h": hd, "data-q": i, "data-k": j, "data-w": w }));
+      }));
+    }
+    const qs = s("g", { class: "attn-queries", "font-size": 13 });
+    d.q.forEach((tok, i) => {
+      const g = s("g", { class: "attn-tok", "data-q": i, tabindex: 0, role: "button", "aria-pressed": "false",
+        "aria-label": `query ${i}: ${tok}` });
+      g.append(s("rect", { x: 6, y: yq(i) - rowH / 2 + 2, width: qW + 2, height: rowH - 4, rx: 3, fill: "transparent" }),
+        s("text", { x: x0, y: yq(i) + 4, "text-anchor": "end", fill: "#222" }, shortToken(tok)));
+      qs.append(tip(g, `query ${i}: ${tok}`));
+    });
+    const ks = s("g", { class: "attn-keys", "font-size": 13 });
+    d.k.forEach((tok, j) => {
+      const g = s("g", { class: "attn-key", "data-k": j });
+      g.append(s("text", { x: x1, y: yq(j) + 4, fill: "#222" }, shortToken(tok)));
+      ks.append(tip(g, `key ${j}: ${tok}`));
+    });
+    const bars = s("g", { class: "attn-bars" });
+    root_.append(lines, qs, ks, bars, legend(d, Ht - 12));
+    return { svg: root_, lines, bars, barX: x1 + kW + 4, rowH, yq };
+  }
+
+  function drawHeatmap(d) {
+    const L = d.q.length, S = d.k.length, n = d.active.length;
+    const cols = n <= 1 ? 1 : 2, labW = charW(maxLen(d.q)), topH = Math.min(18, maxLen(d.k)) * 6.6 + 12;
+    const panelW = (WIDTH - 24 - (cols - 1) * 24) / cols;
+    const c = Math.max(6, Math.min(30, Math.floor((panelW - labW - 6) / S)));
+    const pw = labW + 6 + S * c, ph = 20 + topH + L * c, rows = Math.ceil(n / cols);
+    const W = Math.max(300, 24 + cols * pw + (cols - 1) * 24), Ht = 24 + Math.max(1, rows) * (ph + 16) + 30;
+    const svg_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
+      "aria-label": `attention heatmaps, layer ${d.layer + 1}` });
+    svg_.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
+      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, `Layer ${d.layer + 1}: rows = queries, columns = keys`));
+    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#888" }, "No head selected: turn one on above."));
+    const outlines = [];
+    d.active.forEach((hd, a) => {
+      const gx = 12 + (a % cols) * (pw + 24), gy = 26 + Math.floor(a / cols) * (ph + 16);
+      const g = s("g", { class: "attn-heatmap", "data-h": hd, transform: `translate(${gx}, ${gy})`, "font-size": 11 });
+      const ox = labW + 6, oy = 20 + topH, col = headColor(hd);
+      g.append(s("text", { x: ox, y: 11, "font-size": 12, "font-weight": 600, fill: col }, `head ${hd + 1}`));
+      d.k.forEach((tok, j) => g.append(tip(s("text", { class: "attn-klabel", "data-k": j, transform: `translate(${ox + j * c + c / 2 + 4}, ${oy - 5}) rotate(-90)`,
+        fill: "#555", "font-size": Math.min(11, c) }, shortToken(tok)), `key ${j}: ${tok}`)));
+      d.q.forEach((tok, i) => {
+        const t = s("text", { class: a === 0 ? "attn-tok" : "attn-qlabel", "data-q": i, x: ox - 5, y: oy + i * c + c / 2 + 4,
+          "text-anchor": "end", fill: "#333", "font-size": Math.min(12, c + 1), tabindex: a === 0 ? 0 : null,
+          role: a === 0 ? "button" : null, "aria-label": a === 0 ? `query ${i}: ${tok}` : null }, shortToken(tok));
+        g.append(tip(t, `query ${i}: ${tok}`));
+      });
+      g.append(s("rect", { x: ox - 0.5, y: oy - 0.5, width: S * c + 1, height: L * c + 1, fill: "#fff", stroke: "#ddd" }));
+      d.W[hd].forEach((row, i) => row.forEach((w, j) => {
+        g.append(tip(s("rect", { class: "attn-cell", x: ox + j * c, y: oy + i * c, width: c - (c > 8 ? 1 : 0), height: c - (c > 8 ? 1 : 0),
+          fill: col, "fill-opacity": (w / d.scale).toFixed(3), "data-h": hd, "data-q": i, "data-k": j, "data-w": w }),
+          `head ${hd + 1}: ${d.q[i]} \u2192 ${d.k[j]} = ${w.toFixed(4)}`));
+      }));
+      const o = s("rect", { class: "attn-row-outline", x: ox - 1.5, width: S * c + 3, height: c + 2, fill: "none", stroke: "#111",
+        "stroke-width": 1.5, visibility: "hidden" });
+      g.append(o); outlines.push({ o, oy, c });
+      svg_.append(g);
+    });
+    if (n) svg_.append(legend(d, Ht - 12));
+    return { svg: svg_, outlines };
+  }
+
+  function highlight() {
+    if (!svg) return;
+    const d = data(), i = current(), pinned = get("query");
+    root.dataset.query = pinned; root.dataset.highlight = i == null ? "" : i;
+    svg.querySelectorAll(".attn-tok").forEach((g) => {
+      const on = +g.dataset.q === i;
+      g.setAttribute("aria-pressed", String(+g.dataset.q === pinned));
+      const r = g.querySelector("rect"), t = g.querySelector("text") || g;
+      if (r) r.setAttribute("fill", on ? "#eef3fa" : "transparent");
+      t.setAttribute("font-weight", on ? "700" : "400");
+    });
+    svg.querySelectorAll(".attn-qlabel").forEach((t) => t.setAttribute("font-weight", +t.dataset.q === i ? "700" : "400"));
+    if (d.view === "lines") {
+      parts.lines.querySelectorAll("line").forEach((ln) => ln.setAttribute("visibility", i == null || +ln.dataset.q === i ? "visible" : "hidden"));
+      const bars = [];
+      if (i != null && d.active.length) {
+        const bh = Math.max(2, (parts.rowH - 6) / d.active.length);
+        d.k.forEach((_, j) => d.active.forEach((hd, a) => {
+          const w = d.W[hd][i][j];
+          bars.push(s("rect", { x: parts.barX, y: parts.yq(j) - (parts.rowH - 6) / 2 + a * bh, width: Math.max(0.5, (60 * w) / d.scale),
+            height: bh - 0.5, fill: headColor(hd), "data-h": hd, "data-k": j }));
+        }));
+      }
+      parts.bars.replaceChildren(...bars);
+    } else {
+      parts.outlines.forEach(({ o, oy, c }) => {
+        o.setAttribute("visibility", i == null ? "hidden" : "visible");
+        if (i != null) o.setAttribute("y", oy + i * c - 1.5);
+      });
+    }
+    if (i == null) {
+      readout.textContent = "Hover over or focus a query token to follow its attention; click it (or press Enter) to pin it.";
+    } else {
+      const tops = d.active.map((hd) => {
+        const row = d.W[hd][i], j = row.indexOf(Math.max(...row));
+        return `head ${hd + 1} \u2192 \u201c${shortToken(d.k[j])}\u201d ${row[j].toFixed(2)}`;
+      });
+      readout.textContent = `query ${i} \u201c${shortToken(d.q[i])}\u201d${pinned === i ? " (pinned)" : ""}: strongest key per head: ${tops.join("; ") || "no head shown"}`;
+    }
+  }
+
+  function draw() {
+    const d = data();
+    controls(d);
+    parts = d.view === "lines" ? drawLines(d) : drawHeatmap(d);
+    svg = parts.svg;
+    figure.replaceChildren(svg);
+    highlight();
+  }
+
+  const redraw = ["tokens", "key_tokens", "weights", "normalized", "layer", "heads", "view"].map((k) => `change:${k}`);
+  redraw.forEach((ev) => model.on(ev, draw));
+  model.on("change:query", highlight);
+  draw();
+  return () => { redraw.forEach((ev) => model.off(ev, draw)); model.off("change:query", highlight); };
+}
+
+export default { render };
