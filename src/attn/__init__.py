@@ -20,7 +20,7 @@ exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floati
 zeros, never NaN.
 """
 
-from attn import functional, masks, positional, viz
+from attn import blocks, functional, masks, positional, viz
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import SinusoidalPositionalEncoding
@@ -43,6 +43,7 @@ __all__ = [
     "SHAPE_LEGEND",
     "SelfAttention",
     "SinusoidalPositionalEncoding",
+    "blocks",
     "functional",
     "masks",
     "positional",

@@ -1,0 +1,288 @@
+"""Transformer layers built from :class:`attn.MultiHeadAttention`.
+
+Each layer is written to compute exactly what its PyTorch counterpart computes
+(``nn.TransformerEncoderLayer``, ``nn.TransformerDecoderLayer``, ``nn.Transformer``), for both
+``norm_first`` settings, and ``from_torch`` copies a PyTorch module's weights into ours so the
+equality can be checked (tests/test_blocks.py). Shapes are batch-first ``(B, L, D)``; masks use the
+package convention (``True`` = may attend).
+
+Post-LN (the original paper):  ``x = LN(x + Sublayer(x))``
+Pre-LN (most modern models):   ``x = x + Sublayer(LN(x))``
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn.attention import KVCache, MultiHeadAttention
+
+__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer"]
+
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _activation(name: str):
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
+    return _ACTIVATIONS[name]
+
+
+class FeedForward(nn.Module):
+    """Position-wise feed-forward network: ``W_2 · act(W_1 x + b_1) + b_2``, the same MLP at
+    every position. ``(B, L, D) -> (B, L, D)`` through a hidden width ``d_ff``."""
+
+    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu"):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = activation
+        self._act = _activation(activation)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(self._act(self.linear1(x))))  # (B, L, D)
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each with a residual connection and LayerNorm."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int = 2048,
+        *,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        positional: nn.Module | None = None,
+    ):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, positional=positional)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+
+    def _sa(self, x, mask, key_mask, is_causal):
+        return self.dropout1(self.self_attn(x, mask=mask, key_mask=key_mask, is_causal=is_causal)[0])
+
+    def forward(self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False) -> torch.Tensor:
+        """``x`` ``(B, L, D)``; ``mask`` ``(L, L)``/``(B, L, L)``; ``key_mask`` ``(B, L)`` True = real."""
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), mask, key_mask, is_causal)
+            x = x + self.dropout2(self.ff(self.norm2(x)))
+        else:
+            x = self.norm1(x + self._sa(x, mask, key_mask, is_causal))
+            x = self.norm2(x + self.dropout2(self.ff(x)))
+        return x
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
+        """A copy of a batch-first ``nn.TransformerEncoderLayer``, weights included."""
+        ours = cls(
+            layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
+            dropout=layer.dropout.p, activation=_torch_activation(layer), norm_first=layer.norm_first,
+            eps=layer.norm1.eps,
+        )
+        _copy_mha(ours.self_attn, layer.self_attn)
+        _copy_ff_norms(ours, layer, 2)
+        return ours
+
+
+class DecoderLayer(nn.Module):
+    """Masked self-attention, cross-attention over the encoder output (``memory``), feed-forward;
+    each with a residual connection and LayerNorm."""
+
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int = 2048,
+        *,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+        positional: nn.Module | None = None,
+    ):
+        super().__init__()
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, positional=positional)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        mask=None,
+        key_mask=None,
+        memory_mask=None,
+        memory_key_mask=None,
+        is_causal: bool = True,
+        cache: KVCache | None = None,
+        memory_cache: KVCache | None = None,
+    ) -> torch.Tensor:
+        """Args:
+            x: decoder input ``(B, L, D)``; memory: encoder output ``(B, S, D)``.
+            mask, key_mask, is_causal: for the self-attention (causal by default).
+            memory_mask ``(L, S)``/``(B, L, S)``, memory_key_mask ``(B, S)``: for cross-attention.
+            cache / memory_cache: :class:`KVCache` for step-by-step decoding
+                (``memory_cache`` should be ``KVCache(static=True)``).
+        """
+        def sa(h):
+            out, _ = self.self_attn(h, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=cache)
+            return self.dropout1(out)
+
+        def ca(h):
+            out, _ = self.cross_attn(h, memory, mask=memory_mask, key_mask=memory_key_mask, cache=memory_cache)
+            return self.dropout2(out)
+
+        if self.norm_first:
+            x = x + sa(self.norm1(x))
+            x = x + ca(self.norm2(x))
+            x = x + self.dropout3(self.ff(self.norm3(x)))
+        else:
+            x = self.norm1(x + sa(x))
+            x = self.norm2(x + ca(x))
+            x = self.norm3(x + self.dropout3(self.ff(x)))
+        return x
+
+    @classmethod
+    def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
+        """A copy of a batch-first ``nn.TransformerDecoderLayer``, weights included."""
+        ours = cls(
+            layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
+            dropout=layer.dropout.p, activation=_torch_activation(layer), norm_first=layer.norm_first,
+            eps=layer.norm1.eps,
+        )
+        _copy_mha(ours.self_attn, layer.self_attn)
+        _copy_mha(ours.cross_attn, layer.multihead_attn)
+        _copy_ff_norms(ours, layer, 3)
+        return ours
+
+
+class Encoder(nn.Module):
+    """``num_layers`` encoder layers and an optional final LayerNorm (needed with pre-LN)."""
+
+    def __init__(self, layer: EncoderLayer, num_layers: int, norm: nn.Module | None = None):
+        super().__init__()
+        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+        self.norm = norm
+
+    def forward(self, x, *, mask=None, key_mask=None, is_causal: bool = False):
+        for layer in self.layers:
+            x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal)
+        return x if self.norm is None else self.norm(x)
+
+
+class Decoder(nn.Module):
+    """``num_layers`` decoder layers and an optional final LayerNorm."""
+
+    def __init__(self, layer: DecoderLayer, num_layers: int, norm: nn.Module | None = None):
+        super().__init__()
+        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+        self.norm = norm
+
+    def new_caches(self) -> list[tuple[KVCache, KVCache]]:
+        """One (self-attention, cross-attention) cache pair per layer, for step-by-step decoding."""
+        return [(KVCache(), KVCache(static=True)) for _ in self.layers]
+
+    def forward(self, x, memory, *, mask=None, key_mask=None, memory_mask=None, memory_key_mask=None,
+                is_causal: bool = True, caches: list[tuple[KVCache, KVCache]] | None = None):
+        for i, layer in enumerate(self.layers):
+            cache, memory_cache = caches[i] if caches is not None else (None, None)
+            x = layer(x, memory, mask=mask, key_mask=key_mask, memory_mask=memory_mask,
+                      memory_key_mask=memory_key_mask, is_causal=is_causal, cache=cache, memory_cache=memory_cache)
+        return x if self.norm is None else self.norm(x)
+
+
+class Transformer(nn.Module):
+    """The encoder-decoder of Vaswani et al. (2017), without embeddings and output head, with the
+    final LayerNorms that ``nn.Transformer`` puts after both stacks."""
+
+    def __init__(
+        self,
+        d_model: int = 512,
+        num_heads: int = 8,
+        num_encoder_layers: int = 6,
+        num_decoder_layers: int = 6,
+        d_ff: int = 2048,
+        *,
+        dropout: float = 0.1,
+        activation: str = "relu",
+        norm_first: bool = False,
+        eps: float = 1e-5,
+    ):
+        super().__init__()
+        kw = dict(dropout=dropout, activation=activation, norm_first=norm_first, eps=eps)
+        self.encoder = Encoder(EncoderLayer(d_model, num_heads, d_ff, **kw), num_encoder_layers,
+                               nn.LayerNorm(d_model, eps=eps))
+        self.decoder = Decoder(DecoderLayer(d_model, num_heads, d_ff, **kw), num_decoder_layers,
+                               nn.LayerNorm(d_model, eps=eps))
+        self.d_model, self.num_heads = d_model, num_heads
+
+    def forward(self, src, tgt, *, src_key_mask=None, tgt_key_mask=None, src_mask=None, tgt_mask=None,
+                tgt_is_causal: bool = True):
+        """``src`` ``(B, S, D)``, ``tgt`` ``(B, L, D)`` -> ``(B, L, D)``."""
+        memory = self.encoder(src, mask=src_mask, key_mask=src_key_mask)
+        return self.decoder(tgt, memory, mask=tgt_mask, key_mask=tgt_key_mask, memory_key_mask=src_key_mask,
+                            is_causal=tgt_is_causal)
+
+    @classmethod
+    def from_torch(cls, model: nn.Transformer) -> Transformer:
+        """A copy of a batch-first ``nn.Transformer``, weights included."""
+        enc, dec = model.encoder, model.decoder
+        first = enc.layers[0]
+        ours = cls(
+            first.self_attn.embed_dim, first.self_attn.num_heads, len(enc.layers), len(dec.layers),
+            first.linear1.out_features, dropout=first.dropout.p, activation=_torch_activation(first),
+            norm_first=first.norm_first, eps=first.norm1.eps,
+        )
+        ours.encoder.layers = nn.ModuleList(EncoderLayer.from_torch(layer) for layer in enc.layers)
+        ours.decoder.layers = nn.ModuleList(DecoderLayer.from_torch(layer) for layer in dec.layers)
+        ours.encoder.norm.load_state_dict(enc.norm.state_dict())
+        ours.decoder.norm.load_state_dict(dec.norm.state_dict())
+        return ours
+
+
+def _torch_activation(layer) -> str:
+    act = layer.activation
+    name = getattr(act, "__name__", type(act).__name__).lower()
+    if name not in _ACTIVATIONS:
+        raise ValueError(f"unsupported activation in the PyTorch layer: {name}")
+    return name
+
+
+@torch.no_grad()
+def _copy_mha(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    if not theirs._qkv_same_embed_dim:
+        raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim can be copied")
+    ours.in_proj.weight.copy_(theirs.in_proj_weight)
+    ours.out_proj.weight.copy_(theirs.out_proj.weight)
+    if theirs.in_proj_bias is not None:
+        ours.in_proj.bias.copy_(theirs.in_proj_bias)
+        ours.out_proj.bias.copy_(theirs.out_proj.bias)
+
+
+@torch.no_grad()
+def _copy_ff_norms(ours, theirs, n_norms: int) -> None:
+    ours.ff.linear1.load_state_dict(theirs.linear1.state_dict())
+    ours.ff.linear2.load_state_dict(theirs.linear2.state_dict())
+    for i in range(1, n_norms + 1):
+        getattr(ours, f"norm{i}").load_state_dict(getattr(theirs, f"norm{i}").state_dict())

@@ -1,0 +1,106 @@
+"""attn.blocks equals PyTorch's Transformer layers after copying the weights."""
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+import attn
+from attn import masks
+from attn.blocks import Decoder, DecoderLayer, EncoderLayer, Transformer
+
+TOL = dict(atol=2e-5, rtol=2e-5)
+D, H, FF = 32, 4, 64
+
+
+def _both_train_without_dropout(*modules):
+    # Training mode keeps PyTorch off its inference fast path (nested tensors zero the padded
+    # positions); dropout 0 keeps training mode deterministic.
+    for m in modules:
+        m.train()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_layer_equals_pytorch_with_masks(norm_first, activation):
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation=activation, batch_first=True,
+                                     norm_first=norm_first)
+    ours = EncoderLayer.from_torch(ref)
+    _both_train_without_dropout(ref, ours)
+    x = torch.randn(3, 7, D)
+    key_mask = masks.padding([7, 5, 2])[:, 0]
+    assert_close(ours(x), ref(x), **TOL)
+    assert_close(ours(x, key_mask=key_mask), ref(x, src_key_padding_mask=~key_mask), **TOL)
+    causal = masks.causal(7)
+    assert_close(ours(x, mask=causal, key_mask=key_mask),
+                 ref(x, src_mask=~causal, src_key_padding_mask=~key_mask), **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_layer_equals_pytorch_with_masks(norm_first):
+    ref = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = DecoderLayer.from_torch(ref)
+    _both_train_without_dropout(ref, ours)
+    x, memory = torch.randn(2, 6, D), torch.randn(2, 9, D)
+    tgt_keys, mem_keys = masks.padding([6, 4])[:, 0], masks.padding([9, 3])[:, 0]
+    expected = ref(x, memory, tgt_mask=~masks.causal(6), tgt_key_padding_mask=~tgt_keys,
+                   memory_key_padding_mask=~mem_keys)
+    assert_close(ours(x, memory, key_mask=tgt_keys, memory_key_mask=mem_keys), expected, **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_full_transformer_equals_nn_transformer(norm_first):
+    torch.manual_seed(0)
+    ref = nn.Transformer(D, H, num_encoder_layers=2, num_decoder_layers=3, dim_feedforward=FF, dropout=0.0,
+                         batch_first=True, norm_first=norm_first)
+    ours = Transformer.from_torch(ref)
+    _both_train_without_dropout(ref, ours)
+    src, tgt = torch.randn(2, 8, D), torch.randn(2, 5, D)
+    src_keys = masks.padding([8, 6])[:, 0]
+    expected = ref(src, tgt, tgt_mask=~masks.causal(5), src_key_padding_mask=~src_keys,
+                   memory_key_padding_mask=~src_keys)
+    assert_close(ours(src, tgt, src_key_mask=src_keys), expected, **TOL)
+    n_ours = sum(p.numel() for p in ours.parameters())
+    n_ref = sum(p.numel() for p in ref.parameters())
+    assert n_ours == n_ref
+
+
+def test_eval_mode_matches_on_real_positions():
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).eval()
+    ours = EncoderLayer.from_torch(ref).eval()
+    x = torch.randn(2, 6, D)
+    key_mask = masks.padding([6, 4])[:, 0]
+    with torch.no_grad():
+        a, b = ours(x, key_mask=key_mask), ref(x, src_key_padding_mask=~key_mask)
+    assert_close(a[key_mask], b[key_mask], **TOL)
+
+
+def test_step_by_step_decoding_with_caches_equals_the_parallel_pass():
+    torch.manual_seed(0)
+    layer = DecoderLayer(D, H, FF, dropout=0.0)
+    dec = Decoder(layer, 3, nn.LayerNorm(D)).eval()
+    x, memory = torch.randn(2, 7, D), torch.randn(2, 5, D)
+    with torch.no_grad():
+        full = dec(x, memory)
+        caches = dec.new_caches()
+        steps = [dec(x[:, t : t + 1], memory, caches=caches) for t in range(7)]
+    assert_close(torch.cat(steps, 1), full, **TOL)
+
+
+def test_base_transformer_parameter_count_matches_the_formula():
+    model = Transformer()  # d_model 512, 8 heads, 6 + 6 layers, d_ff 2048
+    d, f = 512, 2048
+    mha = 4 * d * d + 4 * d
+    ffn = 2 * d * f + f + d
+    ln = 2 * d
+    expected = 6 * (mha + ffn + 2 * ln) + 6 * (2 * mha + ffn + 3 * ln) + 2 * ln
+    assert sum(p.numel() for p in model.parameters()) == expected
+
+
+def test_unknown_activation_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"activation must be one of \['gelu', 'relu'\], got 'tanh'"):
+        EncoderLayer(D, H, FF, activation="tanh")
+
+
+def test_reexported():
+    assert attn.blocks.EncoderLayer is EncoderLayer
