@@ -126,21 +126,25 @@ function render({ model, el }) {
     const W = get("weights"), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
     const H = W[0].length, shown = get("heads");
     const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
-    return { W: W[layer], layer, layers: W.length, H, active, q: get("tokens"), k: get("key_tokens"),
+    const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : `Layer ${layer + 1}`;
+    return { W: W[layer], layer, layers: W.length, names, name, H, active, q: get("tokens"), k: get("key_tokens"),
       scale: weightScale(W, get("normalized")), view: get("view") === "heatmap" ? "heatmap" : "lines" };
   }
 
   function controls(d) {
-    if (layerSel.options.length !== d.layers) {
-      layerSel.replaceChildren(...Array.from({ length: d.layers }, (_, l) => h("option", { value: l }, `${l + 1} of ${d.layers}`)));
+    const labels = Array.from({ length: d.layers }, (_, l) => (d.names.length === d.layers ? d.names[l] : `${l + 1} of ${d.layers}`));
+    if ([...layerSel.options].map((o) => o.textContent).join("\n") !== labels.join("\n")) {
+      layerSel.replaceChildren(...labels.map((t, l) => h("option", { value: l }, t)));
     }
     layerSel.value = d.layer;
     viewBtns.forEach((b) => b.setAttribute("aria-pressed", String(b.value === d.view)));
-    headBox.replaceChildren(...Array.from({ length: d.H }, (_, hd) => {
-      const dot = h("span", { class: "attn-dot" }); dot.style.background = headColor(hd);
-      return h("button", { type: "button", name: "head", value: hd, "aria-pressed": String(d.active.includes(hd)),
-        "aria-label": `head ${hd + 1}` }, dot, String(hd + 1));
-    }));
+    if (headBox.children.length !== d.H) {  // rebuilt only when the number of heads changes, so focus stays
+      headBox.replaceChildren(...Array.from({ length: d.H }, (_, hd) => {
+        const dot = h("span", { class: "attn-dot" }); dot.style.background = headColor(hd);
+        return h("button", { type: "button", name: "head", value: hd, "aria-label": `head ${hd + 1}` }, dot, String(hd + 1));
+      }));
+    }
+    [...headBox.children].forEach((b, hd) => b.setAttribute("aria-pressed", String(d.active.includes(hd))));
     Object.assign(root.dataset, { view: d.view, layer: d.layer, heads: d.active.join(","), query: get("query") });
   }
 
@@ -166,9 +170,9 @@ function render({ model, el }) {
     const gap = Math.max(150, Math.min(320, WIDTH - 24 - qW - kW - barsW));
     const x0 = 12 + qW, x1 = x0 + gap, W = x1 + kW + barsW + 12, Ht = top + Math.max(L, S) * rowH + 34;
     const root_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
-      "aria-label": `attention lines, layer ${d.layer + 1}` });
+      "aria-label": `attention lines, ${d.name}` });
     root_.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
-      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, `Layer ${d.layer + 1}`),
+      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, d.name),
       s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#888" }, "queries"),
       s("text", { x: x1, y: 36, "font-size": 11, fill: "#888" }, "keys"));
     const yq = (i) => top + i * rowH + rowH / 2;
@@ -197,7 +201,7 @@ function render({ model, el }) {
     });
     const bars = s("g", { class: "attn-bars" });
     root_.append(lines, qs, ks, bars, legend(d, Ht - 12));
-    return { svg: root_, lines, bars, barX: x1 + kW + 4, rowH, yq };
+    return { svg: root_, lines, bars, barX: x1 + kW + 8, rowH, yq };
   }
 
   function drawHeatmap(d) {
@@ -208,9 +212,9 @@ function render({ model, el }) {
     const pw = labW + 6 + S * c, ph = 20 + topH + L * c, rows = Math.ceil(n / cols);
     const W = Math.max(300, 24 + cols * pw + (cols - 1) * 24), Ht = 24 + Math.max(1, rows) * (ph + 16) + 30;
     const svg_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
-      "aria-label": `attention heatmaps, layer ${d.layer + 1}` });
+      "aria-label": `attention heatmaps, ${d.name}` });
     svg_.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
-      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, `Layer ${d.layer + 1}: rows = queries, columns = keys`));
+      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, `${d.name}: rows = queries, columns = keys`));
     if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#888" }, "No head selected: turn one on above."));
     const outlines = [];
     d.active.forEach((hd, a) => {
@@ -291,7 +295,7 @@ function render({ model, el }) {
     highlight();
   }
 
-  const redraw = ["tokens", "key_tokens", "weights", "normalized", "layer", "heads", "view"].map((k) => `change:${k}`);
+  const redraw = ["tokens", "key_tokens", "weights", "normalized", "layer", "heads", "view", "layer_names"].map((k) => `change:${k}`);
   redraw.forEach((ev) => model.on(ev, draw));
   model.on("change:query", highlight);
   draw();

@@ -7,7 +7,7 @@ book too. Tokens are shown as text only, never parsed as HTML.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import anywidget
 import numpy as np
@@ -38,6 +38,8 @@ def _tokens(name: str, tokens) -> list[str]:
 
 def _weights(weights, batch_index: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """-> float64 ``(layers, heads, L, S)`` and the shape received."""
+    if isinstance(weights, Mapping):  # {layer name: weights}, e.g. from attn.record_attention
+        weights = list(weights.values())
     if isinstance(weights, (list, tuple)) and weights and all(isinstance(w, (torch.Tensor, np.ndarray)) for w in weights):
         # One tensor per layer, e.g. Hugging Face's `outputs.attentions`: stack the layers.
         parts = [as_array("weights", w) for w in weights]
@@ -100,13 +102,25 @@ def check(tokens, key_tokens, weights, *, batch_index: int = 0, normalized: bool
     return q, k, a
 
 
+def _layer_names(weights, layers: int, names) -> list[str]:
+    if names is None and isinstance(weights, Mapping):
+        names = list(weights)
+    if names is None:
+        return []  # numbered 1, 2, ... by the front end
+    names = [str(n) for n in names]
+    if len(names) != layers:
+        raise ValueError(f"layer_names has {len(names)} entries but weights has {layers} layer(s)")
+    return names
+
+
 class AttentionExplorer(anywidget.AnyWidget):
     """Head view of attention weights: pick a layer, toggle heads, follow one query token.
 
     Args:
         tokens: the ``L`` query tokens (strings; shown as text only).
         weights: ``(heads, L, S)``, ``(layers, heads, L, S)`` or ``(batch, layers, heads, L, S)`` (torch or
-            numpy), or a list with one ``(heads, L, S)`` / ``(batch, heads, L, S)`` tensor per layer.
+            numpy), or one ``(heads, L, S)`` / ``(batch, heads, L, S)`` tensor per layer, as a list or as a
+            dict ``{layer name: tensor}`` (what :class:`attn.record_attention` collects; the names label the layers).
         key_tokens: the ``S`` key tokens; default ``tokens`` (self-attention). Different: cross-attention.
         batch_index: which sequence of a batched ``weights`` to show.
         normalized: ``True`` requires every row to sum to 1 (or be all zeros: a fully masked query);
@@ -114,6 +128,7 @@ class AttentionExplorer(anywidget.AnyWidget):
         layer: the layer shown first. heads: which heads are shown (default: all).
         view: ``"lines"`` (tokens in two columns, line opacity = weight) or ``"heatmap"`` (one map per head).
         query: the query highlighted (``None``: none).
+        layer_names: a label per layer (default: the dict's keys, else the layers are numbered).
 
     Shape:
         ``weights[layer, head, i, j]`` is how much query ``i`` attends to key ``j``.
@@ -130,6 +145,7 @@ class AttentionExplorer(anywidget.AnyWidget):
     heads = t.List(t.Bool()).tag(sync=True)  # shown or not, one per head
     view = t.Unicode("lines").tag(sync=True)
     query = t.Int(-1).tag(sync=True)  # highlighted query, -1: none
+    layer_names = t.List(t.Unicode()).tag(sync=True)
 
     def __init__(
         self,
@@ -143,9 +159,11 @@ class AttentionExplorer(anywidget.AnyWidget):
         heads: Sequence[int] | None = None,
         view: str = "lines",
         query: int | None = None,
+        layer_names: Sequence[str] | None = None,
     ):
         q, k, a = check(tokens, key_tokens, weights, batch_index=batch_index, normalized=normalized)
         layers, H, L, _ = a.shape
+        names = _layer_names(weights, layers, layer_names)
         self._self_attention = key_tokens is None
         if view not in VIEWS:
             raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
@@ -157,7 +175,7 @@ class AttentionExplorer(anywidget.AnyWidget):
         if query is not None and not 0 <= query < L:
             raise ValueError(f"query={query} is out of range for {L} query tokens")
         super().__init__(tokens=q, key_tokens=k, weights=rounded(a), normalized=normalized, layer=layer % layers,
-                         heads=shown, view=view, query=-1 if query is None else query)
+                         heads=shown, view=view, query=-1 if query is None else query, layer_names=names)
 
     @t.validate("view")
     def _v_view(self, proposal):
@@ -175,7 +193,8 @@ class AttentionExplorer(anywidget.AnyWidget):
         """The weights held (rounded to 4 decimals), float32 ``(layers, heads, L, S)``."""
         return torch.tensor(self.weights, dtype=torch.float32)
 
-    def update(self, tokens=None, weights=None, *, key_tokens=None, batch_index: int = 0, normalized: bool | None = None) -> None:
+    def update(self, tokens=None, weights=None, *, key_tokens=None, batch_index: int = 0, normalized: bool | None = None,
+               layer_names: Sequence[str] | None = None) -> None:
         """Replace the data live: the new data is checked first, then sent in one message and redrawn.
 
         Arguments left out keep their current value; with self-attention, new ``tokens`` are also the keys.
@@ -187,9 +206,13 @@ class AttentionExplorer(anywidget.AnyWidget):
         w = self.weight_tensor().double() if weights is None else weights
         q, k, a = check(q, k, w, batch_index=batch_index, normalized=norm)
         layers, H, L, _ = a.shape
+        if weights is None and layer_names is None:
+            layer_names = self.layer_names
+        names = _layer_names(weights, layers, layer_names)
         old = self.heads
         with self.hold_sync():
             self.tokens, self.key_tokens, self.weights, self.normalized = q, k, rounded(a), norm
+            self.layer_names = names
             self.layer = min(self.layer, layers - 1)
             self.heads = [old[h] if h < len(old) else True for h in range(H)]
             if self.query >= L:

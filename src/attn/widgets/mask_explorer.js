@@ -198,7 +198,8 @@ function render({ model, el }) {
     put({ [key]: lens });
   });
   on(gIn, "change", () => {
-    const g = gIn.value.split(/[\s,;]+/).filter(Boolean).map(Number).filter((t) => Number.isInteger(t) && t >= 0);
+    const { L, S } = normalize(state());
+    const g = gIn.value.split(/[\s,;]+/).filter(Boolean).map(Number).filter((t) => Number.isInteger(t) && t >= 0 && t < Math.min(L, S));
     put({ global_tokens: [...new Set(g)] });
     gIn.value = normalize(state()).global_tokens.join(", ");
   });
@@ -322,7 +323,9 @@ function render({ model, el }) {
       ? h("div", { class: "attn-note" }, `Fully masked ${rows.length > 1 ? "rows" : "row"} (query ${rows.join(", ")}): no key is allowed, ` +
         "so the softmax has nothing to normalise; its weights are set to 0, never NaN.")
       : "";
+    const refocus = panels.contains(document.activeElement);
     panels.replaceChildren(maskPanel, addPanel, wPanel, legend, note);
+    if (refocus) grid0.focus();
     show(cursor && cursor.q < p.L && cursor.k < p.S ? cursor.q : null, cursor?.k);
   }
 

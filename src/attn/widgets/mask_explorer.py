@@ -131,14 +131,17 @@ class MaskExplorer(anywidget.AnyWidget):
         for name in ("num_random", "seed", "prefix", "batch"):
             if v[name] < 0:
                 raise ValueError(f"{name} must be >= 0, got {v[name]}")
+        # Parameters the kind reads must fit L and S; the others are kept, limited as the front end does.
+        uses = _USES[v["kind"]]
         for name in ("lengths", "src_lengths"):
             if v[name] is None:
                 v[name] = [S, max(1, S - 3)]
             v[name] = [int(n) for n in v[name]]
-            if not v[name] or any(n < 0 or n > S for n in v[name]):
+            if not v[name] or any(n < 0 or (n > S and name in uses) for n in v[name]):
                 raise ValueError(f"{name} must be a non-empty list of lengths in [0, S={S}], got {v[name]}")
+            v[name] = [min(n, S) for n in v[name]]
         v["global_tokens"] = [int(g) for g in v["global_tokens"]]
-        bad = [g for g in v["global_tokens"] if not 0 <= g < min(v["L"], S)]
+        bad = [g for g in v["global_tokens"] if g < 0 or (g >= min(v["L"], S) and "global_tokens" in uses)]
         if bad:
             raise ValueError(f"global_tokens {bad} are outside [0, min(L, S)) = [0, {min(v['L'], S)})")
         v["kinds"] = list(v["kinds"])

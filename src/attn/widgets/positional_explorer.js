@@ -84,14 +84,14 @@ function render({ model, el }) {
   // ----- heatmap, rebuilt only when the table changes
   let built = null;
   function buildHeat(d) {
-    const left = 42, top = 34, cw = Math.max(2, Math.min(12, Math.floor(270 / d.D))), chh = Math.max(2, Math.min(10, Math.floor(240 / d.P)));
-    const W = left + d.D * cw + 12, Ht = top + d.P * chh + 46;
+    const left = 42, top = 34, cw = Math.max(2, Math.min(24, Math.floor(270 / d.D))), chh = Math.max(2, Math.min(12, Math.floor(240 / d.P)));
+    const W = Math.max(210, left + d.D * cw + 12), Ht = top + d.P * chh + 46;
     let vmax = 0;
     for (const r of d.T) for (const v of r) vmax = Math.max(vmax, Math.abs(v));
     vmax = vmax || 1;
     const svg = svgRoot("attn-svg attn-pe-heatmap", W, Ht, `positional encoding table ${d.name}, ${d.P} positions by ${d.D} dimensions`);
     svg.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
-      s("text", { x: left, y: 13, "font-size": 12, "font-weight": 600, fill: "#333" }, `${d.name}: PE[position, dimension]`),
+      s("text", { x: left, y: 13, "font-size": 12, "font-weight": 600, fill: "#333" }, "PE[position, dimension]"),
       s("text", { x: left + (d.D * cw) / 2, y: 27, "text-anchor": "middle", fill: "#777" }, "dimension \u2192"),
       s("text", { transform: `translate(11, ${top + (d.P * chh) / 2}) rotate(-90)`, "text-anchor": "middle", fill: "#777" }, "position \u2192"));
     const cells = s("g", { "shape-rendering": "crispEdges" });
