@@ -206,3 +206,10 @@ def test_cache_rejects_a_different_batch():
 def test_positional_must_act_inside_attention():
     with pytest.raises(ValueError, match="mode 'scores' or 'qk'"):
         attn.MultiHeadAttention(8, 2, positional=attn.SinusoidalPositionalEncoding(8))
+
+
+def test_positional_dimensions_are_checked_when_the_layer_is_built():
+    with pytest.raises(ValueError, match="RotaryPositionalEncoding has d_head=8, but this attention has d_head=4"):
+        attn.MultiHeadAttention(16, 4, positional=attn.RotaryPositionalEncoding(8))
+    with pytest.raises(ValueError, match="ALiBi has num_heads=2, but this attention has num_heads=4"):
+        attn.MultiHeadAttention(16, 4, positional=attn.ALiBi(2))

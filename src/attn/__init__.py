@@ -20,10 +20,16 @@ exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floati
 zeros, never NaN.
 """
 
-from attn import blocks, functional, masks, positional, viz
-from attn.attention import KVCache, MultiHeadAttention, SelfAttention
+from attn import blocks, data, functional, masks, models, positional, train, viz
+from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
-from attn.positional import SinusoidalPositionalEncoding
+from attn.positional import (
+    ALiBi,
+    LearnedPositionalEncoding,
+    RotaryPositionalEncoding,
+    SinusoidalPositionalEncoding,
+    T5RelativePositionBias,
+)
 
 __version__ = "0.1.0"
 
@@ -37,16 +43,34 @@ SHAPE_LEGEND: dict[str, str] = {
     "D": "model width, D = H * E (d_model)",
 }
 
+def __getattr__(name: str):
+    # The widgets pull in anywidget and ipywidgets: load them on first use, not on `import attn`.
+    if name == "widgets":
+        import importlib
+
+        return importlib.import_module("attn.widgets")
+    raise AttributeError(f"module 'attn' has no attribute {name!r}")
+
+
 __all__ = [
+    "ALiBi",
     "KVCache",
+    "LearnedPositionalEncoding",
     "MultiHeadAttention",
     "SHAPE_LEGEND",
     "SelfAttention",
+    "RotaryPositionalEncoding",
     "SinusoidalPositionalEncoding",
+    "T5RelativePositionBias",
     "blocks",
+    "data",
+    "models",
+    "train",
     "functional",
     "masks",
     "positional",
+    "record_attention",
     "scaled_dot_product_attention",
     "viz",
+    "widgets",
 ]

@@ -13,7 +13,7 @@ from torch import nn
 from attn import _checks, masks
 from attn.functional import scaled_dot_product_attention
 
-__all__ = ["KVCache", "MultiHeadAttention", "SelfAttention"]
+__all__ = ["KVCache", "MultiHeadAttention", "SelfAttention", "record_attention"]
 
 
 def _and(mask: torch.Tensor | None, allowed: torch.Tensor) -> torch.Tensor:
@@ -144,7 +144,16 @@ class MultiHeadAttention(nn.Module):
                 f"got {type(positional).__name__} with mode {getattr(positional, 'mode', None)!r}. "
                 "Encodings with mode 'input' are added to the token embeddings instead."
             )
+        for attr, mine in (("d_head", self.d_head), ("num_heads", num_heads)):
+            theirs = getattr(positional, attr, None)
+            if theirs is not None and theirs != mine:
+                raise ValueError(
+                    f"positional {type(positional).__name__} has {attr}={theirs}, but this attention has {attr}={mine}"
+                )
         self.positional = positional
+        self.record_weights = False  # when True, forward keeps its weights in self.last_weights
+        self.last_weights: torch.Tensor | None = None  # (B, H, L, S)
+        self.head_mask: torch.Tensor | None = None  # (H,) 1 keeps a head, 0 removes it (ablation)
 
     def _project(self, query, key, value):
         """Apply W_q, W_k, W_v, with one matmul when the inputs are the same tensor."""
@@ -234,10 +243,16 @@ class MultiHeadAttention(nn.Module):
             mask = bias if mask is None else _add(mask, bias)
 
         p = self.dropout if self.training else 0.0
-        if need_weights:
+        if need_weights or self.record_weights:
             z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p, return_weights=True)
+            if self.record_weights:
+                self.last_weights = w.detach()
+            if not need_weights:
+                w = None
         else:
             z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p), None
+        if self.head_mask is not None:  # ablation: silence chosen heads before they are mixed
+            z = z * self.head_mask.to(z.dtype).view(1, -1, 1, 1)
         z = z.transpose(1, 2).reshape(B, L, self.d_model)  # (B, L, D): heads concatenated
         out = self.out_proj(z)  # (B, L, D)
         if w is not None and average_weights:
@@ -280,3 +295,28 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, d_head={self.d_head}"
+
+
+class record_attention:
+    """Context manager: every :class:`MultiHeadAttention` inside ``model`` keeps its weights.
+
+    >>> with record_attention(model) as rec:
+    ...     model(x)
+    >>> rec["layers.0.self_attn"]  # (B, H, L, S)
+    """
+
+    def __init__(self, model: nn.Module):
+        self.modules = {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+        self.weights: dict[str, torch.Tensor] = {}
+
+    def __enter__(self) -> dict[str, torch.Tensor]:
+        for m in self.modules.values():
+            m.record_weights, m.last_weights = True, None
+        return self.weights
+
+    def __exit__(self, *exc) -> None:
+        for name, m in self.modules.items():
+            m.record_weights = False
+            if m.last_weights is not None:
+                self.weights[name] = m.last_weights
+            m.last_weights = None

@@ -71,16 +71,21 @@ class EncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
-    def _sa(self, x, mask, key_mask, is_causal):
-        return self.dropout1(self.self_attn(x, mask=mask, key_mask=key_mask, is_causal=is_causal)[0])
+    def _sa(self, x, mask, key_mask, is_causal, cache):
+        return self.dropout1(self.self_attn(x, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=cache)[0])
 
-    def forward(self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False) -> torch.Tensor:
-        """``x`` ``(B, L, D)``; ``mask`` ``(L, L)``/``(B, L, L)``; ``key_mask`` ``(B, L)`` True = real."""
+    def forward(
+        self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """``x`` ``(B, L, D)``; ``mask`` ``(L, L)``/``(B, L, L)``; ``key_mask`` ``(B, L)`` True = real.
+
+        With ``is_causal`` this is also the block of a decoder-only model (GPT), and ``cache`` lets
+        it decode one token at a time."""
         if self.norm_first:
-            x = x + self._sa(self.norm1(x), mask, key_mask, is_causal)
+            x = x + self._sa(self.norm1(x), mask, key_mask, is_causal, cache)
             x = x + self.dropout2(self.ff(self.norm2(x)))
         else:
-            x = self.norm1(x + self._sa(x, mask, key_mask, is_causal))
+            x = self.norm1(x + self._sa(x, mask, key_mask, is_causal, cache))
             x = self.norm2(x + self.dropout2(self.ff(x)))
         return x
 

@@ -93,9 +93,10 @@ def explicit_attention(
             scores = scores.masked_fill(~mask, float("-inf"))
         else:
             scores = scores + mask
-    # Softmax in float32 even for float16/bfloat16 inputs: exp() of large scores is where half
-    # precision loses the most.
-    weights = torch.softmax(scores.float(), dim=-1)  # (..., L, S)
+    # Softmax in float32 for float16/bfloat16 inputs: exp() of large scores is where half
+    # precision loses the most. float32 and float64 keep their own precision.
+    low = scores.dtype in (torch.float16, torch.bfloat16)
+    weights = torch.softmax(scores.float() if low else scores, dim=-1)  # (..., L, S)
     if mask is not None:
         # A row with no allowed key is 0/0 = NaN after softmax; define its output as zeros.
         weights = weights.masked_fill(masks.fully_masked_rows(mask), 0.0)

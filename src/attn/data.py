@@ -1,0 +1,179 @@
+"""Toy data generated offline, deterministic for a seed. Every task knows its own ground truth
+(the right answer, and where the model *should* look), so chapters can measure what a model learned.
+
+- :func:`kv_recall`: a task that needs two attention relations (previous token, matching key).
+- :class:`DateTask`: "29 November 2026" -> "2026-11-29", with the true character alignment.
+- :func:`english_text` / :class:`CharVocab`: real English shipped with CPython (``pydoc_data``).
+"""
+
+from __future__ import annotations
+
+import calendar
+import dataclasses
+import random
+
+import torch
+
+__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall"]
+
+IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
+
+
+# --- key-value recall: two relations -------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class KVRecall:
+    """Sizes of the recall task. Tokens: ``num_keys * num_values`` pair tokens (key, value), then
+    ``num_keys`` query tokens (key only)."""
+
+    num_keys: int = 8
+    num_values: int = 8
+    num_queries: int = 4
+
+    @property
+    def vocab_size(self) -> int:
+        return self.num_keys * self.num_values + self.num_keys
+
+    @property
+    def seq_len(self) -> int:
+        return self.num_keys + self.num_queries
+
+    def pair(self, key: int, value: int) -> int:
+        return key * self.num_values + value
+
+    def query(self, key: int) -> int:
+        return self.num_keys * self.num_values + key
+
+    def describe(self, token: int) -> str:
+        if token >= self.num_keys * self.num_values:
+            return f"{chr(65 + token - self.num_keys * self.num_values)}?"
+        k, v = divmod(token, self.num_values)
+        return f"{chr(65 + k)}{v}"
+
+
+def kv_recall(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
+    """``n`` sequences of the recall task.
+
+    A sequence holds every key once with a random value, in random order (pair tokens such as
+    ``C5``), then ``num_queries`` query tokens (``C?``). Targets, per position:
+
+    - a pair token at position ``i >= 1``: the *value of the previous token* (relation 1: look at
+      position ``i - 1``); position 0 has no target;
+    - a query token: the value paired with its key (relation 2: find the matching key).
+
+    Returns:
+        ``tokens`` ``(n, T)`` long, ``targets`` ``(n, T)`` long (``-100`` = no target), and
+        ``kind`` ``(n, T)``: 0 none, 1 previous-token target, 2 matching-key target.
+    """
+    g = torch.Generator().manual_seed(seed)
+    K, V, Q = task.num_keys, task.num_values, task.num_queries
+    keys = torch.argsort(torch.rand(n, K, generator=g), dim=1)  # (n, K) order of the keys
+    values = torch.randint(0, V, (n, K), generator=g)  # (n, K) value of each key (by key id)
+    vals_in_order = values.gather(1, keys)
+    pairs = keys * V + vals_in_order  # (n, K)
+    qkeys = torch.stack([torch.randperm(K, generator=g)[:Q] for _ in range(n)])  # (n, Q)
+    queries = K * V + qkeys
+    tokens = torch.cat([pairs, queries], dim=1)  # (n, T)
+    targets = torch.full_like(tokens, IGNORE)
+    kind = torch.zeros_like(tokens)
+    targets[:, 1:K] = vals_in_order[:, :-1]
+    kind[:, 1:K] = 1
+    targets[:, K:] = values.gather(1, qkeys)
+    kind[:, K:] = 2
+    return tokens, targets, kind
+
+
+# --- dates: a toy translation task ---------------------------------------------------------------
+
+class CharVocab:
+    """Characters <-> ids, with ``<pad>`` = 0, ``<s>`` = 1, ``</s>`` = 2."""
+
+    PAD, BOS, EOS = 0, 1, 2
+
+    def __init__(self, chars: str):
+        self.itos = ["<pad>", "<s>", "</s>", *sorted(set(chars))]
+        self.stoi = {c: i for i, c in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str, *, bos: bool = False, eos: bool = False) -> list[int]:
+        missing = sorted(set(text) - set(self.stoi))
+        if missing:
+            raise ValueError(f"characters not in the vocabulary: {missing}")
+        return [self.BOS] * bos + [self.stoi[c] for c in text] + [self.EOS] * eos
+
+    def decode(self, ids) -> str:
+        out = []
+        for i in (ids.tolist() if isinstance(ids, torch.Tensor) else ids):
+            if i == self.EOS:
+                break
+            if i not in (self.PAD, self.BOS):
+                out.append(self.itos[i])
+        return "".join(out)
+
+
+class DateTask:
+    """Source "29 November 2026", target "2026-11-29" (ISO 8601), years 1950-2049.
+
+    ``alignment(src, tgt)`` gives, for each target character, the source characters it comes from
+    (digits copy digits; the month digits come from the month's name; hyphens from nothing).
+    """
+
+    MONTHS = list(calendar.month_name)[1:]
+
+    def __init__(self):
+        self.src_vocab = CharVocab("0123456789 " + "".join(self.MONTHS))
+        self.tgt_vocab = CharVocab("0123456789-")
+
+    def sample(self, n: int, *, seed: int = 0) -> list[tuple[str, str]]:
+        rng = random.Random(seed)
+        out = []
+        for _ in range(n):
+            y, m = rng.randint(1950, 2049), rng.randint(1, 12)
+            d = rng.randint(1, calendar.monthrange(y, m)[1])
+            out.append((f"{d} {self.MONTHS[m - 1]} {y}", f"{y:04d}-{m:02d}-{d:02d}"))
+        return out
+
+    def alignment(self, src: str, tgt: str) -> torch.Tensor:
+        """``(len(tgt), len(src))`` 0/1 matrix: which source characters produce each target one."""
+        day, month, year = src.split(" ")
+        A = torch.zeros(len(tgt), len(src))
+        m0 = len(day) + 1
+        y0 = m0 + len(month) + 1
+        for t in range(4):  # year digits copy the year digits
+            A[t, y0 + t] = 1
+        A[5:7, m0 : m0 + len(month)] = 1  # month digits: the month's name
+        if len(day) == 2:
+            A[8, 0], A[9, 1] = 1, 1
+        else:  # "7" -> "07": the leading zero and the digit both come from the day
+            A[8, 0], A[9, 0] = 1, 1
+        return A
+
+    def batch(self, pairs: list[tuple[str, str]]):
+        """Pad to tensors: ``src`` ``(B, S)``, ``tgt_in`` ``(B, T)`` (starts with <s>),
+        ``tgt_out`` ``(B, T)`` (ends with </s>), ``src_lengths`` ``(B,)``."""
+        src = [self.src_vocab.encode(s) for s, _ in pairs]
+        tgt = [self.tgt_vocab.encode(t) for _, t in pairs]
+        S = max(map(len, src))
+        T = max(map(len, tgt)) + 1
+        pad = CharVocab.PAD
+        src_t = torch.tensor([s + [pad] * (S - len(s)) for s in src])
+        tin = torch.tensor([[CharVocab.BOS] + t + [pad] * (T - 1 - len(t)) for t in tgt])
+        tout = torch.tensor([t + [CharVocab.EOS] + [pad] * (T - 1 - len(t)) for t in tgt])
+        return src_t, tin, tout, torch.tensor([len(s) for s in src])
+
+
+# --- real English --------------------------------------------------------------------------------
+
+def english_text(max_chars: int | None = None) -> str:
+    """English prose from the Python documentation topics shipped with CPython (``pydoc_data``),
+    lower-cased, with whitespace collapsed and only letters, digits and basic punctuation kept."""
+    import re
+
+    from pydoc_data.topics import topics
+
+    text = " ".join(topics[k] for k in sorted(topics))
+    text = re.sub(r"[^a-z0-9 .,;:'()\-\n]", " ", text.lower())
+    text = re.sub(r"\s+", " ", text)
+    return text if max_chars is None else text[:max_chars]

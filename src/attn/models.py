@@ -1,0 +1,178 @@
+"""Small complete models assembled from :mod:`attn.blocks`, for the chapters' experiments.
+
+- :class:`TokenModel`: embeddings, positions, a stack of self-attention blocks, a linear head.
+  ``causal=False`` is an encoder (BERT-like, sees both sides); ``causal=True`` a decoder-only
+  language model (GPT-like) with cached generation.
+- :class:`Seq2Seq`: encoder-decoder (the original Transformer, T5/BART-like) with greedy decoding,
+  self-attention caches and cached cross-attention keys/values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from attn import positional as pos
+from attn.attention import KVCache
+from attn.blocks import Decoder, EncoderLayer, Transformer
+
+__all__ = ["Seq2Seq", "TokenModel"]
+
+
+def _embedding(vocab_size: int, d_model: int) -> nn.Embedding:
+    """Embeddings with entries of standard deviation ``d_model ** -0.5``: after the paper's
+    multiplication by ``sqrt(d_model)`` they have unit scale, like the positional encodings they are
+    added to. (With PyTorch's default N(0, 1) init the multiplication would make them 8x larger
+    than the positions at d_model = 64, and position-based heads then learn very slowly.)"""
+    emb = nn.Embedding(vocab_size, d_model)
+    nn.init.normal_(emb.weight, std=d_model**-0.5)
+    return emb
+
+
+def _input_positional(spec, d_model: int, max_len: int):
+    """Split a positional spec into (module added to the input, module used inside attention)."""
+    if spec is None or spec == "none":
+        return None, None
+    if spec == "sinusoidal":
+        return pos.SinusoidalPositionalEncoding(d_model, max_len), None
+    if isinstance(spec, str):
+        registry = getattr(pos, "ENCODINGS", {})
+        raise ValueError(f"positional must be 'sinusoidal', 'none', None or an encoding module; got {spec!r}"
+                         + (f" (build one of {sorted(registry)} and pass the module)" if registry else ""))
+    mode = getattr(spec, "mode", None)
+    if mode == "input":
+        return spec, None
+    if mode in ("scores", "qk"):
+        return None, spec
+    raise ValueError(f"positional module {type(spec).__name__} has no valid mode ('input', 'scores' or 'qk')")
+
+
+class TokenModel(nn.Module):
+    """Token ids ``(B, L)`` -> logits ``(B, L, vocab_size)``.
+
+    Args:
+        vocab_size, d_model, num_heads, num_layers, d_ff (default ``4 * d_model``): sizes.
+        causal: each position sees only itself and the past (decoder-only LM).
+        positional: ``"sinusoidal"`` (default), ``None``, or an :mod:`attn.positional` module
+            (input encodings are added to the embeddings; score/rotary ones act in every layer).
+        norm_first: pre-LN blocks (with a final LayerNorm) or post-LN.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
+                 d_ff: int | None = None, *, max_len: int = 512, causal: bool = False, dropout: float = 0.0,
+                 norm_first: bool = True, positional="sinusoidal"):
+        super().__init__()
+        self.causal, self.max_len, self.d_model = causal, max_len, d_model
+        self.embed = _embedding(vocab_size, d_model)
+        self.pos_input, pos_attn = _input_positional(positional, d_model, max_len)
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, dropout=dropout, norm_first=norm_first,
+                         positional=pos_attn)
+            for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, tokens: torch.Tensor, *, key_mask: torch.Tensor | None = None, mask=None,
+                caches: list[KVCache] | None = None) -> torch.Tensor:
+        """``tokens`` ``(B, L)``; ``key_mask`` ``(B, L)`` True = real token; ``mask`` overrides the
+        causal mask (e.g. to show what a wrong mask does); ``caches`` one :class:`KVCache` per layer."""
+        offset = len(caches[0]) if caches else 0
+        x = self.embed(tokens) * math.sqrt(self.d_model)  # (B, L, D)
+        if self.pos_input is not None:
+            x = self.pos_input(x, offset=offset)
+        is_causal = self.causal and mask is None
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=caches[i] if caches else None)
+        return self.head(self.norm(x))  # (B, L, V)
+
+    def new_caches(self) -> list[KVCache]:
+        return [KVCache() for _ in self.layers]
+
+    @torch.no_grad()
+    def generate(self, prompt: torch.Tensor, n_new: int, *, use_cache: bool = True) -> torch.Tensor:
+        """Greedy continuation of ``prompt`` ``(B, P)`` by ``n_new`` tokens -> ``(B, P + n_new)``."""
+        if not self.causal:
+            raise ValueError("generate() needs a causal model (TokenModel(..., causal=True))")
+        if prompt.shape[1] + n_new > self.max_len and self.pos_input is not None:
+            raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds max_len {self.max_len}")
+        out = prompt
+        if use_cache:
+            caches = self.new_caches()
+            logits = self(prompt, caches=caches)
+            for _ in range(n_new):
+                nxt = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
+                out = torch.cat([out, nxt], dim=1)
+                logits = self(nxt, caches=caches)  # only the new token goes through the model
+        else:
+            for _ in range(n_new):
+                nxt = self(out)[:, -1].argmax(-1, keepdim=True)  # recompute everything each step
+                out = torch.cat([out, nxt], dim=1)
+        return out
+
+
+class Seq2Seq(nn.Module):
+    """Encoder-decoder: source ids ``(B, S)`` and shifted target ids ``(B, T)`` -> logits ``(B, T, V)``."""
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 64, num_heads: int = 4,
+                 num_encoder_layers: int = 2, num_decoder_layers: int = 2, d_ff: int | None = None, *,
+                 max_len: int = 128, dropout: float = 0.0, norm_first: bool = True):
+        super().__init__()
+        self.d_model = d_model
+        self.src_embed = _embedding(src_vocab, d_model)
+        self.tgt_embed = _embedding(tgt_vocab, d_model)
+        self.pe = pos.SinusoidalPositionalEncoding(d_model, max_len)
+        self.transformer = Transformer(d_model, num_heads, num_encoder_layers, num_decoder_layers,
+                                       d_ff or 4 * d_model, dropout=dropout, norm_first=norm_first)
+        self.head = nn.Linear(d_model, tgt_vocab)
+
+    @property
+    def decoder(self) -> Decoder:
+        return self.transformer.decoder
+
+    def encode(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.pe(self.src_embed(src) * math.sqrt(self.d_model))  # (B, S, D)
+        return self.transformer.encoder(x, key_mask=src_key_mask)  # memory (B, S, D)
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_key_mask=None, *, caches=None,
+               offset: int = 0) -> torch.Tensor:
+        y = self.pe(self.tgt_embed(tgt_in) * math.sqrt(self.d_model), offset=offset)  # (B, T, D)
+        h = self.decoder(y, memory, memory_key_mask=src_key_mask, caches=caches)
+        return self.head(h)  # (B, T, V)
+
+    def forward(self, src, tgt_in, src_key_mask=None):
+        return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
+
+    @torch.no_grad()
+    def greedy(self, src, src_key_mask=None, *, max_len: int, bos: int, eos: int, cache: str = "all"):
+        """Greedy decoding ``(B, S)`` -> ``(B, <= max_len)`` (without the start token).
+
+        ``cache``: ``"all"`` (self-attention KV cache and cross-attention keys/values computed once),
+        ``"self"`` (self-attention cache only: cross-attention re-projects the memory every step),
+        or ``"none"`` (recompute the whole prefix every step).
+        """
+        if cache not in ("all", "self", "none"):
+            raise ValueError(f"cache must be 'all', 'self' or 'none', got {cache!r}")
+        memory = self.encode(src, src_key_mask)
+        B = src.shape[0]
+        out = torch.full((B, 1), bos, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        caches = None
+        if cache != "none":  # "self": no cross-attention cache, so the memory is re-projected each step
+            caches = [(KVCache(), KVCache(static=True) if cache == "all" else None) for _ in self.decoder.layers]
+        for t in range(max_len):
+            if cache == "none":
+                logits = self.decode(out, memory, src_key_mask)[:, -1]
+            else:
+                logits = self.decode(out[:, -1:], memory, src_key_mask, caches=caches, offset=t)[:, -1]
+            nxt = logits.argmax(-1)
+            nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
+            out = torch.cat([out, nxt[:, None]], dim=1)
+            done |= nxt == eos
+            if done.all():
+                break
+        return out[:, 1:]
+
+
