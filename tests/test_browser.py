@@ -1,0 +1,216 @@
+"""The built site in a real browser (Debian Chromium via Playwright), served on 127.0.0.1.
+
+Every request to another host is aborted and recorded: an accidental CDN dependency fails here.
+The explorers must render and respond with no kernel; the MaskExplorer's grid must equal
+attn.masks; tokens that look like HTML must stay text.
+"""
+
+import io
+import json
+import re
+
+import pytest
+import torch
+
+from attn import masks
+from attn.widgets import MaskExplorer
+
+# Console messages from the theme, not from the book (seen on every page of a fresh Jupyter Book 1
+# site): sphinx-thebe 0.3.1 inlines its script twice, and pydata-sphinx-theme reports an empty
+# stored theme mode in a new browser profile.
+KNOWN_NOISE = (
+    "Identifier 'THEBE_JS_URL' has already been declared",
+    "Got invalid theme mode",
+)
+
+
+def _errors(watch):
+    return [e for e in watch.errors if not any(n in e for n in KNOWN_NOISE)]
+
+
+def _site_pages(built_site):
+    return sorted(str(p.relative_to(built_site)) for p in built_site.rglob("*.html")
+                  if "_static" not in p.parts and p.name not in {"genindex.html", "search.html"})
+
+
+def test_every_page_loads_everything_from_the_site_itself(built_site, watch):
+    pages = _site_pages(built_site)
+    assert "book/self_attention.html" in pages
+    for path in pages:
+        watch.goto(path)
+    assert watch.offhost == [], f"requests to other hosts: {watch.offhost}"
+    assert watch.failed == [], f"failed requests: {watch.failed}"
+    assert _errors(watch) == []
+
+
+def test_widget_runtime_is_requested_only_on_pages_with_widgets(watch):
+    watch.goto("index.html")
+    watch.goto("book/intro.html")
+    assert not any("widgets/" in u for u in watch.requests)
+    watch.goto("book/explorers.html")
+    assert any("/_static/widgets/embed-amd.js" in u for u in watch.requests)
+
+
+def test_equations_are_typeset_by_the_sites_own_mathjax(watch):
+    page = watch.goto("book/self_attention.html")
+    page.wait_for_selector("mjx-container", timeout=20000, state="attached")
+    assert page.locator("mjx-container").count() > 10
+    assert any("/_static/mathjax/" in u for u in watch.requests)
+
+
+# --- MaskExplorer ---------------------------------------------------------------------------------
+
+def _mask_page(watch, path="book/explorers.html"):
+    page = watch.goto(path)
+    page.wait_for_selector(".attn-mask-explorer .attn-mask-grid [data-allowed]", timeout=20000)
+    return page, page.locator(".attn-mask-explorer").first
+
+
+def _grid(root) -> torch.Tensor:
+    L, S = int(root.get_attribute("data-l")), int(root.get_attribute("data-s"))
+    cells = root.locator(".attn-mask-grid [data-allowed]").evaluate_all(
+        "cs => cs.map(c => [+c.dataset.q, +c.dataset.k, c.dataset.allowed === '1'])")
+    grid = torch.zeros(L, S, dtype=torch.bool)
+    assert len(cells) == L * S
+    for q, k, a in cells:
+        grid[q, k] = a
+    return grid
+
+
+def _set_range(root, name: str, value: int) -> None:
+    root.locator(f"input[name={name}]").evaluate(
+        "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true}));"
+        " el.dispatchEvent(new Event('change', {bubbles: true})); }", value)
+
+
+def _controls(root) -> dict:
+    """The explorer's current settings, read back from its controls, as MaskExplorer arguments."""
+    kind = root.locator("select[name=kind]").input_value()
+    num = lambda name: int(root.locator(f"input[name={name}]").input_value())  # noqa: E731
+    L, S = int(root.get_attribute("data-l")), int(root.get_attribute("data-s"))
+    kw = dict(kind=kind, L=L, S=S if kind not in ("prefix_lm",) else None, seed=num("seed"))
+    for name in ("window", "dilation", "num_random", "prefix"):
+        if root.locator(f"input[name={name}]").count():
+            kw[name] = num(name)
+    if root.locator("input[name=global_tokens]").count():
+        text = root.locator("input[name=global_tokens]").input_value()
+        kw["global_tokens"] = [int(t) for t in re.findall(r"\d+", text)]
+    return kw
+
+
+@pytest.mark.parametrize("kind", ["causal", "sliding_window", "dilated", "local_global", "bigbird", "prefix_lm"])
+def test_mask_explorer_grid_equals_attn_masks_after_using_its_controls(watch, kind):
+    page, root = _mask_page(watch)
+    root.locator("select[name=kind]").select_option(kind)
+    assert root.get_attribute("data-kind") == kind
+    _set_range(root, "L", 11)
+    assert root.get_attribute("data-l") == "11"
+    kw = _controls(root)
+    expected = MaskExplorer(**{k: v for k, v in kw.items() if k != "kind"} | {"kind": kind}).mask()
+    assert torch.equal(_grid(root), expected), kw
+    assert float(root.get_attribute("data-density")) == pytest.approx(expected.float().mean().item(), abs=1e-3)
+    assert _errors(watch) == [] and watch.offhost == []
+
+
+def test_mask_explorer_in_the_chapter_matches_causal_plus_padding_and_marks_empty_rows(watch):
+    page, root = _mask_page(watch, "book/self_attention.html")
+    expected = masks.combine(masks.causal(8), masks.padding([8, 5], 8))[1]
+    assert torch.equal(_grid(root), expected)
+    _set_range(root, "length", 0)  # the shown sequence has no real token: every row is fully masked
+    assert root.get_attribute("data-empty-rows") == ",".join(str(i) for i in range(8))
+    weights = root.locator(".attn-weights-grid [data-weight]").evaluate_all("cs => cs.map(c => c.dataset.weight)")
+    assert weights and all(float(w) == 0.0 for w in weights), "fully masked rows give zeros, never NaN"
+
+
+def test_mask_explorer_controls_work_from_the_keyboard(watch):
+    page, root = _mask_page(watch)
+    L = int(root.get_attribute("data-l"))
+    root.locator("input[name=L]").focus()
+    page.keyboard.press("ArrowLeft")
+    assert int(root.get_attribute("data-l")) == L - 1
+    assert root.locator("label[data-control] select[name=kind]").count() == 1
+
+
+# --- AttentionExplorer ------------------------------------------------------------------------------
+
+def test_tokens_that_look_like_html_are_shown_as_text_and_never_run(watch):
+    page = watch.goto("book/explorers.html")
+    page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
+    view = page.locator(".attn-head-view").first
+    titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
+    for token in ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "</SCRIPT>", "<!--", "&amp;"]:
+        assert any(t.endswith(token) for t in titles), token
+    assert view.locator("img, script").count() == 0
+    assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
+    assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
+    assert _errors(watch) == []
+
+
+def test_attention_explorer_heads_view_and_hover_respond_without_a_kernel(watch):
+    page = watch.goto("book/explorers.html")
+    page.wait_for_selector(".attn-head-view line.attn-line", timeout=20000, state="attached")
+    view = page.locator(".attn-head-view").first
+    heads = view.get_attribute("data-heads")
+    view.locator("button[name=head][value='1']").click()
+    assert view.get_attribute("data-heads") != heads
+    view.locator("g.attn-tok[data-q='2']").hover()
+    assert view.get_attribute("data-highlight") == "2"
+    view.locator("button[name=view][value=heatmap]").click()
+    assert view.get_attribute("data-view") == "heatmap"
+    assert view.locator("rect.attn-cell").count() > 0
+
+
+def test_attention_explorer_exports_svg(watch):
+    page = watch.goto("book/explorers.html")
+    page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
+    with page.expect_download() as dl:
+        page.locator(".attn-head-view button[name=export][value=svg]").first.click()
+    text = open(dl.value.path(), encoding="utf-8").read()
+    assert text.lstrip().startswith("<svg") or "<svg" in text[:300]
+    assert "&lt;script&gt;" in text and "<script>" not in text
+
+
+# --- PositionalEncodingExplorer -----------------------------------------------------------------------
+
+def test_positional_explorer_point_follows_the_position_slider(watch):
+    page = watch.goto("book/explorers.html")
+    page.wait_for_selector(".attn-pe-explorer circle.attn-pe-point", timeout=20000)
+    root = page.locator(".attn-pe-explorer").first
+    point = root.locator("circle.attn-pe-point")
+    before = (point.get_attribute("data-x"), point.get_attribute("data-y"))
+    _set_range(root, "position", 5)
+    assert root.get_attribute("data-position") == "5"
+    after = (point.get_attribute("data-x"), point.get_attribute("data-y"))
+    assert after != before
+    pair = int(root.get_attribute("data-pair"))
+    angle = 5 / 10000 ** (2 * pair / int(root.get_attribute("data-d-model")))
+    x, y = float(after[0]), float(after[1])
+    assert (x, y) == pytest.approx((torch.tensor(angle).sin().item(), torch.tensor(angle).cos().item()), abs=1e-3) \
+        or (y, x) == pytest.approx((torch.tensor(angle).sin().item(), torch.tensor(angle).cos().item()), abs=1e-3)
+
+
+# --- pictures and budgets -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("selector", [".attn-mask-explorer", ".attn-head-view", ".attn-pe-explorer"])
+def test_explorer_screenshots_are_not_blank(watch, selector):
+    from PIL import Image
+
+    page = watch.goto("book/explorers.html")
+    page.wait_for_selector(selector, timeout=20000)
+    png = page.locator(selector).first.screenshot()
+    img = Image.open(io.BytesIO(png)).convert("L")
+    colours = img.getcolors(maxcolors=1 << 16) or []
+    assert img.width > 300 and img.height > 150
+    assert len(colours) > 20, "the widget area is (nearly) a single colour"
+
+
+def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
+    found = 0
+    for page in built_site.rglob("*.html"):
+        for blob in re.findall(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>',
+                               page.read_text(), flags=re.S):
+            state = json.loads(blob)["state"]
+            for model in state.values():
+                found += 1
+                assert len(json.dumps(model)) < 200_000, (page.name, model.get("model_name"))
+    assert found >= 3
