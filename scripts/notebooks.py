@@ -99,9 +99,12 @@ def _stable_widget_ids(nb, name: str):
 
 
 def execute(paths: list[pathlib.Path]) -> None:
+    import os
+
     import nbformat
     from nbclient import NotebookClient
 
+    os.environ["ATTN_QUIET"] = "1"  # no progress bars in stored outputs
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         write_setup_cell(nb)

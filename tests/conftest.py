@@ -1,3 +1,4 @@
+import os
 import pathlib
 import sys
 
@@ -6,6 +7,9 @@ import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
+# Notebook kernels started by nbval inherit this: training loops keep their progress bars quiet,
+# as they were when the stored outputs were made.
+os.environ.setdefault("ATTN_QUIET", "1")
 
 
 @pytest.fixture(autouse=True)
