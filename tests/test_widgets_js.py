@@ -201,14 +201,13 @@ def test_modules_are_self_contained_and_never_parse_data_as_html(js):
 # --------------------------------------------------------------------------- a real browser, if there is one
 def _browser():
     try:
-        from playwright.sync_api import sync_playwright
+        import playwright.sync_api  # noqa: F401
     except ImportError:
-        return None, None
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    return (sync_playwright, exe) if exe else (None, None)
+        return None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-SYNC_PLAYWRIGHT, CHROMIUM = _browser()
+CHROMIUM = _browser()
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="Playwright or Chromium is not installed")
 
 # A stand-in for the anywidget model (get/set/on/off/save_changes), as the static page's widget manager gives.
@@ -231,17 +230,8 @@ window.ready = true;
 </script></body></html>"""
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with SYNC_PLAYWRIGHT() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                                              "--disable-component-update", "--no-first-run", "--disable-sync"])
-        yield b
-        b.close()
-
-
 @pytest.fixture
-def show(browser):
+def show(browser):  # `browser`: the session's Chromium from tests/conftest.py (one Playwright per process)
     """Render widgets in a fresh page; fails on any page error or on any request at all (offline)."""
     pages = []
 
