@@ -53,7 +53,7 @@ serve:
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)
 
 bench: setup
-	$(BIN)/python benchmarks/sdpa_dispatch.py
+	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf _build _assets
