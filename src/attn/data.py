@@ -4,6 +4,8 @@
 - :func:`kv_recall`: a task that needs two attention relations (previous token, matching key).
 - :class:`DateTask`: "29 November 2026" -> "2026-11-29", with the true character alignment.
 - :func:`english_text` / :class:`CharVocab`: real English shipped with CPython (``pydoc_data``).
+- :func:`last_write`: "repeat the most recent value written", a task whose answer lies a bounded
+  distance back at every length (for extrapolation experiments).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import random
 
 import torch
 
-__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall"]
+__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "last_write"]
 
 IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
 
@@ -177,3 +179,70 @@ def english_text(max_chars: int | None = None) -> str:
     text = re.sub(r"[^a-z0-9 .,;:'()\-\n]", " ", text.lower())
     text = re.sub(r"\s+", " ", text)
     return text if max_chars is None else text[:max_chars]
+
+
+# --- last write: an order task whose difficulty does not grow with length -----------------------
+
+def last_write(n: int, length: int, *, num_values: int = 8, num_fillers: int = 8, p_write: float = 0.15,
+               seed: int = 0):
+    """``n`` sequences of a recency task (a simplified flip-flop language, Liu et al., 2023).
+
+    Each position holds a *write* token (a value ``0 .. num_values - 1``) with probability
+    ``p_write``, else a *filler* token (``num_values .. num_values + num_fillers - 1``); position 0
+    is always a write. At every filler position the target is the value of the most recent write:
+    content says which tokens are writes, only order says which write is the latest. The distance
+    back to that write is geometric whatever the length, so longer sequences are not harder in
+    themselves.
+
+    Returns:
+        ``tokens`` ``(n, length)`` long; ``targets`` ``(n, length)`` long (``-100`` at writes, which
+        carry no target); ``source`` ``(n, length)`` long, the position of the most recent write
+        (where the model should look).
+    """
+    if n < 1 or length < 1 or num_values < 1 or num_fillers < 1 or not 0.0 < p_write <= 1.0:
+        raise ValueError(f"need n, length, num_values, num_fillers >= 1 and 0 < p_write <= 1; got n={n}, "
+                         f"length={length}, num_values={num_values}, num_fillers={num_fillers}, p_write={p_write}")
+    g = torch.Generator().manual_seed(seed)
+    write = torch.rand(n, length, generator=g) < p_write  # (n, length)
+    write[:, 0] = True
+    values = torch.randint(0, num_values, (n, length), generator=g)
+    fillers = torch.randint(num_values, num_values + num_fillers, (n, length), generator=g)
+    tokens = torch.where(write, values, fillers)
+    positions = torch.arange(length).expand(n, length)
+    source = torch.where(write, positions, torch.zeros_like(positions)).cummax(dim=1).values  # latest write so far
+    targets = tokens.gather(1, source).masked_fill(write, IGNORE)
+    return tokens, targets, source
+
+
+# --- key-value sum: two relations needed at the same position ------------------------------------
+
+def kv_sum(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
+    """``n`` sequences of a recall task in which every target needs *both* relations of
+    :func:`kv_recall` at once.
+
+    A sequence holds the ``num_keys`` pair tokens of :func:`kv_recall` (``C5``), then
+    ``num_queries`` times a *digit* token ``d`` (``0 .. num_values - 1``, token id
+    ``task.vocab_size + d``) followed by a query token (``C?``). The target at a query is
+    ``(value of its key + d) mod num_values``, where ``d`` is the digit just before it: the model
+    must look at position ``i - 1`` (relation 1) *and* at the pair token with the matching key
+    (relation 2). No other position has a target. The vocabulary has
+    ``task.vocab_size + task.num_values`` tokens; the length is ``num_keys + 2 * num_queries``.
+
+    Returns:
+        ``tokens`` ``(n, T)`` long, ``targets`` ``(n, T)`` long (``-100`` = no target), and
+        ``kind`` ``(n, T)``: 0 no target, 3 a target that needs relations 1 and 2 (3 = 1 | 2).
+    """
+    g = torch.Generator().manual_seed(seed)
+    K, V, Q = task.num_keys, task.num_values, task.num_queries
+    keys = torch.argsort(torch.rand(n, K, generator=g), dim=1)  # (n, K) order of the keys
+    values = torch.randint(0, V, (n, K), generator=g)  # (n, K) value of each key (by key id)
+    pairs = keys * V + values.gather(1, keys)  # (n, K)
+    qkeys = torch.stack([torch.randperm(K, generator=g)[:Q] for _ in range(n)])  # (n, Q)
+    digits = torch.randint(0, V, (n, Q), generator=g)  # (n, Q)
+    tail = torch.stack([task.vocab_size + digits, K * V + qkeys], dim=2).flatten(1)  # (n, 2Q): d1 q1 d2 q2 ...
+    tokens = torch.cat([pairs, tail], dim=1)  # (n, K + 2Q)
+    targets = torch.full_like(tokens, IGNORE)
+    kind = torch.zeros_like(tokens)
+    targets[:, K + 1 :: 2] = (values.gather(1, qkeys) + digits) % V
+    kind[:, K + 1 :: 2] = 3
+    return tokens, targets, kind

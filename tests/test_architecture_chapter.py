@@ -1,0 +1,82 @@
+"""Claims of the Transformer-architecture chapter, checked against PyTorch and the formulas."""
+
+import warnings
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing import assert_close
+
+from attn import masks
+from attn.blocks import EncoderLayer, FeedForward, Transformer
+
+D, H, FF = 32, 4, 64
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_is_the_post_ln_or_pre_ln_formula(norm_first):
+    layer = EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first)
+    x = torch.randn(2, 6, D)
+    sa = lambda h: layer.self_attn(h)[0]  # noqa: E731
+    with torch.no_grad():
+        if norm_first:  # x + Sublayer(LN(x))
+            h = x + sa(layer.norm1(x))
+            expected = h + layer.ff(layer.norm2(h))
+        else:  # LN(x + Sublayer(x))
+            h = layer.norm1(x + sa(x))
+            expected = layer.norm2(h + layer.ff(h))
+        assert_close(layer(x), expected)
+
+
+def test_feed_forward_is_position_wise_and_matches_the_formula():
+    ffn = FeedForward(D, FF)
+    x = torch.randn(3, 5, D)
+    with torch.no_grad():
+        formula = F.relu(x @ ffn.linear1.weight.T + ffn.linear1.bias) @ ffn.linear2.weight.T + ffn.linear2.bias
+        per_position = torch.stack([ffn(x[:, i]) for i in range(5)], dim=1)
+        assert_close(ffn(x), formula)
+        assert_close(ffn(x), per_position)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_and_decoder_stacks_equal_pytorch_in_float64(norm_first):
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested-tensor notice with norm_first
+        ref = nn.Transformer(D, H, num_encoder_layers=2, num_decoder_layers=3, dim_feedforward=FF,
+                             dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = Transformer.from_torch(ref)
+    ref.double().train()
+    ours.double().train()
+    src, tgt = torch.randn(3, 7, D, dtype=torch.float64), torch.randn(3, 5, D, dtype=torch.float64)
+    src_keys, tgt_keys = masks.padding([7, 5, 3])[:, 0], masks.padding([5, 5, 2])[:, 0]
+    causal = masks.causal(5)
+    tight = dict(atol=1e-12, rtol=1e-12)
+    with torch.no_grad():
+        memory = ours.encoder(src, key_mask=src_keys)
+        assert_close(memory, ref.encoder(src, src_key_padding_mask=~src_keys), **tight)
+        assert_close(
+            ours.decoder(tgt, memory, key_mask=tgt_keys, memory_key_mask=src_keys),
+            ref.decoder(tgt, memory, tgt_mask=~causal, tgt_key_padding_mask=~tgt_keys,
+                        memory_key_padding_mask=~src_keys),
+            **tight,
+        )
+
+
+def test_passing_the_attn_mask_to_pytorch_without_inverting_it_changes_the_output():
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True).train()
+    ours = EncoderLayer.from_torch(ref).train()
+    x = torch.randn(3, 7, D)
+    keys = masks.padding([7, 5, 3])[:, 0]
+    with torch.no_grad():
+        good, bad, mine = ref(x, src_key_padding_mask=~keys), ref(x, src_key_padding_mask=keys), ours(x, key_mask=keys)
+    assert_close(mine, good, atol=1e-5, rtol=1e-5)
+    assert (mine - bad)[keys].abs().max() > 0.1
+
+
+def test_base_parameter_count_on_the_meta_device_equals_nn_transformer():
+    with torch.device("meta"):
+        ours, ref = Transformer(), nn.Transformer(batch_first=True)
+    assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in ref.parameters()) == 44_140_544

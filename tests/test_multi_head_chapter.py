@@ -1,0 +1,107 @@
+"""The claims of the multi-head attention chapter: the fused layer is a loop of single heads built
+from slices of its weights; parameters are 4D^2 + 4D; the FLOP formula matches PyTorch's counter."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.testing import assert_close
+from torch.utils.flop_counter import FlopCounterMode
+
+import attn
+from attn import masks
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def _single_head(mha: attn.MultiHeadAttention, h: int) -> attn.SelfAttention:
+    """Head h of mha as an attn.SelfAttention whose weights are slices of mha's (no output bias)."""
+    D, E = mha.d_model, mha.d_head
+    rows = slice(h * E, (h + 1) * E)
+    bias = mha.in_proj.bias is not None
+    head = attn.SelfAttention(D, E, bias=bias)
+    with torch.no_grad():
+        for i, proj in enumerate((head.W_q, head.W_k, head.W_v)):
+            proj.weight.copy_(mha.in_proj.weight[i * D : (i + 1) * D][rows])
+            if bias:
+                proj.bias.copy_(mha.in_proj.bias[i * D : (i + 1) * D][rows])
+        head.W_o.weight.copy_(mha.out_proj.weight[:, rows])
+        if bias:
+            head.W_o.bias.zero_()
+    return head
+
+
+@settings(max_examples=25, deadline=None)
+@given(B=st.integers(1, 3), L=st.integers(1, 7), H=st.sampled_from([1, 2, 3, 4]), E=st.integers(1, 6),
+       bias=st.booleans(), causal=st.booleans(), seed=st.integers(0, 2**16))
+def test_fused_multi_head_equals_a_loop_over_single_heads_from_weight_slices(B, L, H, E, bias, causal, seed):
+    torch.manual_seed(seed)
+    mha = attn.MultiHeadAttention(H * E, H, bias=bias).eval()
+    x = torch.randn(B, L, H * E)
+    mask = masks.causal(L) if causal else None
+    with torch.no_grad():
+        fused, fused_w = mha(x, mask=mask, need_weights=True, average_weights=False)
+        fast, _ = mha(x, mask=mask)  # the fused kernel, without weights
+        per_head = [_single_head(mha, h)(x, mask=mask) for h in range(H)]
+    looped = sum(out for out, _ in per_head)
+    if bias:
+        looped = looped + mha.out_proj.bias
+    assert_close(looped, fused, **TOL)
+    assert_close(looped, fast, **TOL)
+    assert_close(torch.stack([w for _, w in per_head], dim=1), fused_w, **TOL)
+
+
+def test_split_heads_is_a_view_of_contiguous_column_blocks():
+    mha = attn.MultiHeadAttention(24, 3)
+    q = torch.randn(2, 5, 24)
+    heads = mha._split_heads(q)
+    assert heads.shape == (2, 3, 5, 8) and heads.data_ptr() == q.data_ptr()
+    for h in range(3):
+        assert torch.equal(heads[:, h], q[..., 8 * h : 8 * (h + 1)])
+
+
+def test_output_is_the_sum_of_each_head_alone_through_its_slice_of_w_o():
+    torch.manual_seed(0)
+    H = 4
+    mha = attn.MultiHeadAttention(16, H).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        full, _ = mha(x)
+        alone = []
+        for h in range(H):
+            mha.head_mask = torch.nn.functional.one_hot(torch.tensor(h), H).float()
+            alone.append(mha(x)[0] - mha.out_proj.bias)  # head h's contribution
+        mha.head_mask = None
+    assert_close(sum(alone) + mha.out_proj.bias, full, **TOL)
+
+
+@pytest.mark.parametrize("D", [8, 64, 512])
+@pytest.mark.parametrize("bias", [True, False])
+def test_parameter_count_is_4d_squared_plus_4d_whatever_the_head_count(D, bias):
+    for H in (1, 2, 4, 8):
+        n = sum(p.numel() for p in attn.MultiHeadAttention(D, H, bias=bias).parameters())
+        assert n == 4 * D * D + (4 * D if bias else 0)
+        ref = torch.nn.MultiheadAttention(D, H, bias=bias)
+        assert n == sum(p.numel() for p in ref.parameters())
+
+
+def _flops(B, L, S, D, H, *, self_attention=True):
+    E = D // H
+    projections = 2 * B * L * D * 3 * D if self_attention else 2 * B * L * D * D + 2 * B * S * D * 2 * D
+    return projections + 2 * B * H * L * S * E + 2 * B * H * L * S * E + 2 * B * L * D * D
+
+
+def _counted(fn) -> int:
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        fn()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("H", [1, 2, 4, 8])
+def test_flop_formula_equals_the_flop_counter_on_the_explicit_path(H):
+    B, L, S, D = 2, 7, 11, 32
+    mha = attn.MultiHeadAttention(D, H)
+    x, memory = torch.randn(B, L, D), torch.randn(B, S, D)
+    assert _counted(lambda: mha(x, need_weights=True)) == _flops(B, L, L, D, H)
+    assert _counted(lambda: mha(x, memory, need_weights=True)) == _flops(B, L, S, D, H, self_attention=False)
+    assert _flops(B, L, L, D, H) == _flops(B, L, L, D, 1), "the head count cancels out of the FLOPs"
