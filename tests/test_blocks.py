@@ -104,3 +104,12 @@ def test_unknown_activation_is_a_clear_error():
 
 def test_reexported():
     assert attn.blocks.EncoderLayer is EncoderLayer
+
+
+def test_stacked_layers_start_from_different_weights():
+    enc = attn.blocks.Encoder(EncoderLayer(D, H, FF), 3)
+    dec = Decoder(DecoderLayer(D, H, FF), 2)
+    for stack in (enc, dec):
+        w = [layer.self_attn.in_proj.weight for layer in stack.layers]
+        assert not any(torch.equal(a, b) for i, a in enumerate(w) for b in w[i + 1 :])
+        assert all(torch.equal(layer.norm1.weight, torch.ones(D)) for layer in stack.layers)

@@ -105,3 +105,35 @@ def test_flop_formula_equals_the_flop_counter_on_the_explicit_path(H):
     assert _counted(lambda: mha(x, need_weights=True)) == _flops(B, L, L, D, H)
     assert _counted(lambda: mha(x, memory, need_weights=True)) == _flops(B, L, S, D, H, self_attention=False)
     assert _flops(B, L, L, D, H) == _flops(B, L, L, D, 1), "the head count cancels out of the FLOPs"
+
+
+@pytest.mark.parametrize("task", [attn.data.KVRecall(), attn.data.KVRecall(num_keys=5, num_values=3, num_queries=5)])
+def test_kv_sum_targets_are_the_matching_value_plus_the_previous_digit_by_brute_force(task):
+    K, V, Q = task.num_keys, task.num_values, task.num_queries
+    tokens, targets, kind = attn.data.kv_sum(50, task, seed=3)
+    assert tokens.shape == targets.shape == kind.shape == (50, K + 2 * Q)
+    assert int(tokens.min()) >= 0 and int(tokens.max()) < task.vocab_size + V
+    for seq, tgt, knd in zip(tokens.tolist(), targets.tolist(), kind.tolist()):
+        pairs = seq[:K]
+        assert sorted(p // V for p in pairs) == list(range(K)), "every key once"
+        value_of = {p // V: p % V for p in pairs}
+        for i in range(K + 2 * Q):
+            if i >= K and (i - K) % 2 == 1:  # a query, right after a digit
+                assert K * V <= seq[i] < K * V + K and seq[i - 1] >= task.vocab_size
+                digit = seq[i - 1] - task.vocab_size
+                assert tgt[i] == value_of[seq[i] - K * V] + digit and knd[i] == 3
+            else:
+                assert tgt[i] == attn.data.IGNORE and knd[i] == 0
+                assert (seq[i] < K * V) if i < K else (seq[i] >= task.vocab_size)
+        query_keys = [seq[i] - K * V for i in range(K + 1, K + 2 * Q, 2)]
+        assert len(set(query_keys)) == Q, "queries ask distinct keys"
+
+
+def test_kv_sum_is_deterministic_for_a_seed_and_varies_with_it():
+    a, b, c = (attn.data.kv_sum(20, seed=s) for s in (7, 7, 8))
+    for x, y in zip(a, b):
+        assert torch.equal(x, y)
+    assert not torch.equal(a[0], c[0])
+    # every digit and every value of a target occurs: the targets cover 0 .. 2V - 2
+    _, targets, kind = attn.data.kv_sum(2000, seed=0)
+    assert set(targets[kind == 3].tolist()) == set(range(2 * attn.data.KVRecall().num_values - 1))

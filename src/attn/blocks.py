@@ -182,12 +182,27 @@ class DecoderLayer(nn.Module):
         return ours
 
 
+def _independent_copies(layer: nn.Module, n: int) -> nn.ModuleList:
+    """``n`` copies of ``layer``, each with freshly drawn parameters.
+
+    A plain deep copy (what ``nn.TransformerEncoder`` does) would start every layer from the same
+    weights; ``nn.Transformer`` fixes that afterwards with a Xavier re-draw, here each copy simply
+    re-runs its modules' own initialisation."""
+    copies = nn.ModuleList(copy.deepcopy(layer) for _ in range(n))
+    for c in copies:
+        for m in c.modules():
+            if m is not c and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+    return copies
+
+
 class Encoder(nn.Module):
-    """``num_layers`` encoder layers and an optional final LayerNorm (needed with pre-LN)."""
+    """``num_layers`` encoder layers (independently initialised copies of ``layer``) and an
+    optional final LayerNorm (needed with pre-LN)."""
 
     def __init__(self, layer: EncoderLayer, num_layers: int, norm: nn.Module | None = None):
         super().__init__()
-        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+        self.layers = _independent_copies(layer, num_layers)
         self.norm = norm
 
     def forward(self, x, *, mask=None, key_mask=None, is_causal: bool = False):
@@ -197,11 +212,12 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """``num_layers`` decoder layers and an optional final LayerNorm."""
+    """``num_layers`` decoder layers (independently initialised copies of ``layer``) and an
+    optional final LayerNorm."""
 
     def __init__(self, layer: DecoderLayer, num_layers: int, norm: nn.Module | None = None):
         super().__init__()
-        self.layers = nn.ModuleList(copy.deepcopy(layer) for _ in range(num_layers))
+        self.layers = _independent_copies(layer, num_layers)
         self.norm = norm
 
     def new_caches(self) -> list[tuple[KVCache, KVCache]]:

@@ -2,6 +2,7 @@
 (the right answer, and where the model *should* look), so chapters can measure what a model learned.
 
 - :func:`kv_recall`: a task that needs two attention relations (previous token, matching key).
+- :func:`kv_sum`: the same two relations, both needed at the same position (forces heads apart).
 - :class:`DateTask`: "29 November 2026" -> "2026-11-29", with the true character alignment.
 - :func:`english_text` / :class:`CharVocab`: real English shipped with CPython (``pydoc_data``).
 - :func:`last_write`: "repeat the most recent value written", a task whose answer lies a bounded
@@ -16,7 +17,7 @@ import random
 
 import torch
 
-__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "last_write"]
+__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "kv_sum", "last_write"]
 
 IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
 
@@ -223,10 +224,12 @@ def kv_sum(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
     A sequence holds the ``num_keys`` pair tokens of :func:`kv_recall` (``C5``), then
     ``num_queries`` times a *digit* token ``d`` (``0 .. num_values - 1``, token id
     ``task.vocab_size + d``) followed by a query token (``C?``). The target at a query is
-    ``(value of its key + d) mod num_values``, where ``d`` is the digit just before it: the model
-    must look at position ``i - 1`` (relation 1) *and* at the pair token with the matching key
-    (relation 2). No other position has a target. The vocabulary has
+    ``value of its key + d`` (``0 .. 2 * num_values - 2``), where ``d`` is the digit just before
+    it: the model must look at position ``i - 1`` (relation 1) *and* at the pair token with the
+    matching key (relation 2). No other position has a target. The vocabulary has
     ``task.vocab_size + task.num_values`` tokens; the length is ``num_keys + 2 * num_queries``.
+    (The sum is not taken modulo ``num_values``: then either relation alone would say nothing
+    about the target, and gradient descent gets no signal to find the first of the two.)
 
     Returns:
         ``tokens`` ``(n, T)`` long, ``targets`` ``(n, T)`` long (``-100`` = no target), and
@@ -243,6 +246,6 @@ def kv_sum(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
     tokens = torch.cat([pairs, tail], dim=1)  # (n, K + 2Q)
     targets = torch.full_like(tokens, IGNORE)
     kind = torch.zeros_like(tokens)
-    targets[:, K + 1 :: 2] = (values.gather(1, qkeys) + digits) % V
+    targets[:, K + 1 :: 2] = values.gather(1, qkeys) + digits
     kind[:, K + 1 :: 2] = 3
     return tokens, targets, kind

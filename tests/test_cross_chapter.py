@@ -1,0 +1,189 @@
+"""What the cross-attention chapter relies on: queries from one sequence, keys and values from another
+(L != S) as in the formula and in PyTorch; padded source keys get exactly zero weight and change
+nothing; the encoder's keys and values are projected once per source when decoding with
+cache="all"; teacher forcing cannot read the future."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.testing import assert_close
+
+import attn
+from attn import masks
+from attn.data import CharVocab, DateTask
+from attn.models import Seq2Seq
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+
+
+def _torch_copy(m: attn.MultiHeadAttention) -> torch.nn.MultiheadAttention:
+    ref = torch.nn.MultiheadAttention(m.d_model, m.num_heads, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(m.in_proj.weight)
+        ref.in_proj_bias.copy_(m.in_proj.bias)
+        ref.out_proj.weight.copy_(m.out_proj.weight)
+        ref.out_proj.bias.copy_(m.out_proj.bias)
+    return ref.eval()
+
+
+@settings(max_examples=25, deadline=None)
+@given(B=st.integers(1, 3), L=st.integers(1, 6), S=st.integers(1, 9), H=st.sampled_from([1, 2, 4]),
+       E=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_cross_attention_is_the_formula_and_matches_pytorch_with_padded_keys(B, L, S, H, E, seed):
+    torch.manual_seed(seed)
+    D = H * E
+    m = attn.MultiHeadAttention(D, H).eval()
+    y, memory = torch.randn(B, L, D), torch.randn(B, S, D)
+    lengths = torch.randint(1, S + 1, (B,))
+    key_mask = masks.padding(lengths, S)[:, 0]  # (B, S) True = real key
+    with torch.no_grad():
+        out, w = m(y, memory, key_mask=key_mask, need_weights=True, average_weights=False)
+        # The formula, head by head, with W_Q applied to the decoder and W_K, W_V to the memory.
+        W_q, W_k, W_v = m.in_proj.weight.split(D)
+        b_q, b_k, b_v = m.in_proj.bias.split(D)
+        q = (y @ W_q.T + b_q).view(B, L, H, E).transpose(1, 2)  # (B, H, L, E)
+        k = (memory @ W_k.T + b_k).view(B, S, H, E).transpose(1, 2)  # (B, H, S, E)
+        v = (memory @ W_v.T + b_v).view(B, S, H, E).transpose(1, 2)
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(E)).masked_fill(~key_mask[:, None, None, :], float("-inf"))
+        a = torch.softmax(scores, -1)  # (B, H, L, S)
+        expected = m.out_proj((a @ v).transpose(1, 2).reshape(B, L, D))
+        r_out, r_w = _torch_copy(m)(y, memory, memory, key_padding_mask=~key_mask, average_attn_weights=False)
+    assert w.shape == (B, H, L, S)
+    assert_close(w, a, **TOL)
+    assert_close(out, expected, **TOL)
+    assert_close(out, r_out, **TOL)
+    assert_close(w, r_w, **TOL)
+    assert_close(w.sum(-1), torch.ones(B, H, L), **TOL)  # each target row is a distribution over S
+    assert (w.masked_select(~key_mask[:, None, None, :]) == 0).all()  # exactly zero, not small
+
+
+def test_permuting_the_memory_permutes_the_weight_columns_and_leaves_the_output_alone():
+    m = attn.MultiHeadAttention(16, 4).eval()
+    y, memory = torch.randn(2, 3, 16), torch.randn(2, 7, 16)
+    perm = torch.randperm(7)
+    with torch.no_grad():
+        out, w = m(y, memory, need_weights=True)
+        out_p, w_p = m(y, memory[:, perm], need_weights=True)
+    assert_close(out_p, out, **TOL)
+    assert_close(w_p, w[..., perm], **TOL)
+
+
+def _padded_and_alone(model: Seq2Seq, task: DateTask, pairs):
+    src, tin, _, lengths = task.batch(pairs)
+    key_mask = masks.padding(lengths)[:, 0]
+    with torch.no_grad():
+        batched = model(src, tin, key_mask)
+        alone = [model(*task.batch([p])[:2]) for p in pairs]
+    return batched, alone, src, key_mask
+
+
+def test_a_padded_batch_computes_what_each_source_computes_alone():
+    task = DateTask()
+    model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
+    pairs = task.sample(6, seed=3)
+    assert len({len(s) for s, _ in pairs}) > 1, "the batch must need padding"
+    batched, alone, src, key_mask = _padded_and_alone(model, task, pairs)
+    for b, logits in enumerate(alone):
+        assert_close(batched[b : b + 1], logits, **TOL)
+    with torch.no_grad():  # without the key mask the padding leaks in
+        unmasked = model(src, task.batch(pairs)[1])
+    short = int(key_mask.sum(-1).argmin())
+    assert not torch.allclose(unmasked[short], batched[short], **TOL)
+
+
+def _count_projections(model: Seq2Seq, module_suffix: str) -> list[int]:
+    """Wrap the K/V projection of the matching attention modules; return a live call counter."""
+    calls = [0]
+    for name, m in model.named_modules():
+        if name.endswith(module_suffix):
+            original = m._project
+
+            def counted(*args, _original=original, **kwargs):
+                calls[0] += 1
+                return _original(*args, **kwargs)
+
+            m._project = counted  # instance attribute: shadows the method for this module only
+    return calls
+
+
+@pytest.mark.parametrize("cache, per_layer", [("all", lambda steps: 1), ("self", lambda steps: steps),
+                                              ("none", lambda steps: steps)])
+def test_greedy_projects_the_memory_once_per_layer_only_with_the_static_cache(cache, per_layer):
+    model = Seq2Seq(20, 15, d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=3).eval()
+    src = torch.randint(3, 20, (4, 9))
+    key_mask = masks.padding([9, 7, 5, 2])[:, 0]
+    steps = 6
+    reference = model.greedy(src, key_mask, max_len=steps, bos=1, eos=-1, cache="none")  # eos=-1: never stops early
+    calls = _count_projections(model, "cross_attn")
+    out = model.greedy(src, key_mask, max_len=steps, bos=1, eos=-1, cache=cache)
+    assert torch.equal(out, reference) and out.shape == (4, steps)
+    assert calls[0] == len(model.decoder.layers) * per_layer(steps)
+
+
+def test_static_cache_ignores_a_new_memory_after_the_first_call():
+    m = attn.MultiHeadAttention(16, 4).eval()
+    y, memory = torch.randn(2, 4, 16), torch.randn(2, 5, 16)
+    cache = attn.KVCache(static=True)
+    with torch.no_grad():
+        m(y[:, :1], memory, cache=cache)
+        k_first = cache.k.clone()
+        later, _ = m(y[:, 1:], torch.zeros_like(memory), cache=cache)  # the memory is not projected again
+        expected, _ = m(y[:, 1:], memory)
+    assert torch.equal(cache.k, k_first)
+    assert_close(later, expected, **TOL)
+
+
+def test_teacher_forcing_cannot_read_later_target_characters():
+    task = DateTask()
+    model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
+    src, tin, _, lengths = task.batch(task.sample(3, seed=5))
+    key_mask = masks.padding(lengths)[:, 0]
+    t = 4
+    changed = tin.clone()
+    changed[:, t + 1 :] = torch.randint(3, len(task.tgt_vocab), changed[:, t + 1 :].shape)
+    with torch.no_grad():
+        a, b = model(src, tin, key_mask), model(src, changed, key_mask)
+    assert_close(a[:, : t + 1], b[:, : t + 1], **TOL)  # positions up to t see only tokens up to t
+    assert not torch.allclose(a[:, t + 1 :], b[:, t + 1 :], **TOL)
+
+
+def test_cross_attention_weights_recorded_in_seq2seq_are_B_H_L_S():
+    task = DateTask()
+    model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4,
+                    num_decoder_layers=2, max_len=32).eval()
+    src, tin, _, lengths = task.batch(task.sample(5, seed=2))
+    with attn.record_attention(model) as rec, torch.no_grad():
+        model(src, tin, masks.padding(lengths)[:, 0])
+    cross = {k: v for k, v in rec.items() if k.endswith("cross_attn")}
+    assert list(cross) == [f"transformer.decoder.layers.{i}.cross_attn" for i in range(2)]
+    for w in cross.values():
+        assert w.shape == (5, 4, tin.shape[1], src.shape[1])
+        assert_close(w.sum(-1), torch.ones(5, 4, tin.shape[1]), **TOL)
+
+
+def test_uniform_attention_puts_the_alignment_fraction_on_the_true_characters():
+    # The chapter's baseline: a row spread evenly over the S real source characters puts |A_t| / S
+    # of its mass on the true ones.
+    task = DateTask()
+    for src, tgt in task.sample(50, seed=9):
+        truth = task.alignment(src, tgt)  # (10, S)
+        uniform = torch.full_like(truth, 1 / len(src))
+        assert_close((uniform * truth).sum(-1), truth.sum(-1) / len(src))
+        assert truth[[4, 7]].sum() == 0  # hyphens have no source
+        assert (truth[[0, 1, 2, 3, 5, 6, 8, 9]].sum(-1) > 0).all()  # every digit has one
+
+
+def test_greedy_on_an_untrained_model_stops_at_eos_or_max_len():
+    task = DateTask()
+    model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
+    src, _, _, lengths = task.batch(task.sample(4, seed=1))
+    out = model.greedy(src, masks.padding(lengths)[:, 0], max_len=11, bos=CharVocab.BOS, eos=CharVocab.EOS)
+    assert out.shape[0] == 4 and 1 <= out.shape[1] <= 11
+    for row in out.tolist():  # once a sequence has ended, it only repeats </s>
+        if CharVocab.EOS in row:
+            assert set(row[row.index(CharVocab.EOS):]) == {CharVocab.EOS}
+    if out.shape[1] < 11:  # decoding stopped early only because every sequence had ended
+        assert (out == CharVocab.EOS).any(dim=1).all()
