@@ -43,10 +43,14 @@ def run(sizes, causal: bool, repeats: int) -> list[tuple]:
         torch.testing.assert_close(fns["attn"](), fns["torch"](), atol=1e-5, rtol=1e-5)
         for fn in fns.values():  # warm-up
             fn()
-        # Interleave: each round times all three, so drifts in machine load hit them alike.
+        # Interleave: each round times all three, so drifts in machine load hit them alike, and
+        # rotate the order every round, so no implementation always runs first (or right after
+        # the expensive explicit path, with its large freed buffers).
         samples = {name: [] for name in fns}
-        for _ in range(repeats):
-            for name, fn in fns.items():
+        names = list(fns)
+        for r in range(repeats):
+            for name in names[r % 3 :] + names[: r % 3]:
+                fn = fns[name]
                 if name == "explicit" and n >= 4096 and len(samples[name]) >= 3:
                     continue
                 samples[name].append(median_time(fn, 1))
