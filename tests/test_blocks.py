@@ -113,3 +113,20 @@ def test_stacked_layers_start_from_different_weights():
         w = [layer.self_attn.in_proj.weight for layer in stack.layers]
         assert not any(torch.equal(a, b) for i, a in enumerate(w) for b in w[i + 1 :])
         assert all(torch.equal(layer.norm1.weight, torch.ones(D)) for layer in stack.layers)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_and_decoder_stacks_equal_pytorch_after_from_torch(norm_first):
+    enc_ref = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True,
+                                                               norm_first=norm_first), 3,
+                                    norm=nn.LayerNorm(D), enable_nested_tensor=False)
+    dec_ref = nn.TransformerDecoder(nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True,
+                                                               norm_first=norm_first), 2)
+    enc, dec = attn.blocks.Encoder.from_torch(enc_ref), Decoder.from_torch(dec_ref)
+    _both_train_without_dropout(enc_ref, dec_ref, enc, dec)
+    src, tgt = torch.randn(2, 7, D), torch.randn(2, 4, D)
+    keys = masks.padding([7, 5])[:, 0]
+    memory = enc(src, key_mask=keys)
+    assert_close(memory, enc_ref(src, src_key_padding_mask=~keys), **TOL)
+    assert_close(dec(tgt, memory, memory_key_mask=keys),
+                 dec_ref(tgt, memory, tgt_mask=~masks.causal(4), memory_key_padding_mask=~keys), **TOL)

@@ -205,6 +205,15 @@ class Encoder(nn.Module):
         self.layers = _independent_copies(layer, num_layers)
         self.norm = norm
 
+    @classmethod
+    def from_torch(cls, encoder: nn.TransformerEncoder) -> Encoder:
+        """A copy of a batch-first ``nn.TransformerEncoder``, weights (and final norm) included."""
+        ours = cls.__new__(cls)
+        nn.Module.__init__(ours)
+        ours.layers = nn.ModuleList(EncoderLayer.from_torch(layer) for layer in encoder.layers)
+        ours.norm = None if encoder.norm is None else copy.deepcopy(encoder.norm)
+        return ours
+
     def forward(self, x, *, mask=None, key_mask=None, is_causal: bool = False):
         for layer in self.layers:
             x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal)
@@ -219,6 +228,15 @@ class Decoder(nn.Module):
         super().__init__()
         self.layers = _independent_copies(layer, num_layers)
         self.norm = norm
+
+    @classmethod
+    def from_torch(cls, decoder: nn.TransformerDecoder) -> Decoder:
+        """A copy of a batch-first ``nn.TransformerDecoder``, weights (and final norm) included."""
+        ours = cls.__new__(cls)
+        nn.Module.__init__(ours)
+        ours.layers = nn.ModuleList(DecoderLayer.from_torch(layer) for layer in decoder.layers)
+        ours.norm = None if decoder.norm is None else copy.deepcopy(decoder.norm)
+        return ours
 
     def new_caches(self) -> list[tuple[KVCache, KVCache]]:
         """One (self-attention, cross-attention) cache pair per layer, for step-by-step decoding."""
@@ -275,10 +293,8 @@ class Transformer(nn.Module):
             first.linear1.out_features, dropout=first.dropout.p, activation=_torch_activation(first),
             norm_first=first.norm_first, eps=first.norm1.eps,
         )
-        ours.encoder.layers = nn.ModuleList(EncoderLayer.from_torch(layer) for layer in enc.layers)
-        ours.decoder.layers = nn.ModuleList(DecoderLayer.from_torch(layer) for layer in dec.layers)
-        ours.encoder.norm.load_state_dict(enc.norm.state_dict())
-        ours.decoder.norm.load_state_dict(dec.norm.state_dict())
+        ours.encoder = Encoder.from_torch(enc)
+        ours.decoder = Decoder.from_torch(dec)
         return ours
 
 
