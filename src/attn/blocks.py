@@ -208,11 +208,7 @@ class Encoder(nn.Module):
     @classmethod
     def from_torch(cls, encoder: nn.TransformerEncoder) -> Encoder:
         """A copy of a batch-first ``nn.TransformerEncoder``, weights (and final norm) included."""
-        ours = cls.__new__(cls)
-        nn.Module.__init__(ours)
-        ours.layers = nn.ModuleList(EncoderLayer.from_torch(layer) for layer in encoder.layers)
-        ours.norm = None if encoder.norm is None else copy.deepcopy(encoder.norm)
-        return ours
+        return _stack_from_torch(cls, encoder, EncoderLayer)
 
     def forward(self, x, *, mask=None, key_mask=None, is_causal: bool = False):
         for layer in self.layers:
@@ -232,11 +228,7 @@ class Decoder(nn.Module):
     @classmethod
     def from_torch(cls, decoder: nn.TransformerDecoder) -> Decoder:
         """A copy of a batch-first ``nn.TransformerDecoder``, weights (and final norm) included."""
-        ours = cls.__new__(cls)
-        nn.Module.__init__(ours)
-        ours.layers = nn.ModuleList(DecoderLayer.from_torch(layer) for layer in decoder.layers)
-        ours.norm = None if decoder.norm is None else copy.deepcopy(decoder.norm)
-        return ours
+        return _stack_from_torch(cls, decoder, DecoderLayer)
 
     def new_caches(self) -> list[tuple[KVCache, KVCache]]:
         """One (self-attention, cross-attention) cache pair per layer, for step-by-step decoding."""
@@ -304,6 +296,15 @@ def _torch_activation(layer) -> str:
     if name not in _ACTIVATIONS:
         raise ValueError(f"unsupported activation in the PyTorch layer: {name}")
     return name
+
+
+def _stack_from_torch(cls, stack, layer_cls):
+    """Our ``Encoder``/``Decoder`` holding copies of a PyTorch stack's layers and final norm."""
+    ours = cls.__new__(cls)
+    nn.Module.__init__(ours)
+    ours.layers = nn.ModuleList(layer_cls.from_torch(layer) for layer in stack.layers)
+    ours.norm = None if stack.norm is None else copy.deepcopy(stack.norm)
+    return ours
 
 
 @torch.no_grad()
