@@ -92,11 +92,7 @@ class EncoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """A copy of a batch-first ``nn.TransformerEncoderLayer``, weights included."""
-        ours = cls(
-            layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
-            dropout=layer.dropout.p, activation=_torch_activation(layer), norm_first=layer.norm_first,
-            eps=layer.norm1.eps,
-        )
+        ours = cls(*_torch_layer_sizes(layer), **_torch_layer_options(layer))
         _copy_mha(ours.self_attn, layer.self_attn)
         _copy_ff_norms(ours, layer, 2)
         return ours
@@ -171,11 +167,7 @@ class DecoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
         """A copy of a batch-first ``nn.TransformerDecoderLayer``, weights included."""
-        ours = cls(
-            layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features,
-            dropout=layer.dropout.p, activation=_torch_activation(layer), norm_first=layer.norm_first,
-            eps=layer.norm1.eps,
-        )
+        ours = cls(*_torch_layer_sizes(layer), **_torch_layer_options(layer))
         _copy_mha(ours.self_attn, layer.self_attn)
         _copy_mha(ours.cross_attn, layer.multihead_attn)
         _copy_ff_norms(ours, layer, 3)
@@ -279,15 +271,22 @@ class Transformer(nn.Module):
     def from_torch(cls, model: nn.Transformer) -> Transformer:
         """A copy of a batch-first ``nn.Transformer``, weights included."""
         enc, dec = model.encoder, model.decoder
-        first = enc.layers[0]
-        ours = cls(
-            first.self_attn.embed_dim, first.self_attn.num_heads, len(enc.layers), len(dec.layers),
-            first.linear1.out_features, dropout=first.dropout.p, activation=_torch_activation(first),
-            norm_first=first.norm_first, eps=first.norm1.eps,
-        )
+        d_model, num_heads, d_ff = _torch_layer_sizes(enc.layers[0])
+        ours = cls(d_model, num_heads, len(enc.layers), len(dec.layers), d_ff, **_torch_layer_options(enc.layers[0]))
         ours.encoder = Encoder.from_torch(enc)
         ours.decoder = Decoder.from_torch(dec)
         return ours
+
+
+def _torch_layer_sizes(layer) -> tuple[int, int, int]:
+    """(d_model, num_heads, d_ff) of a PyTorch encoder or decoder layer."""
+    return layer.self_attn.embed_dim, layer.self_attn.num_heads, layer.linear1.out_features
+
+
+def _torch_layer_options(layer) -> dict:
+    """The keyword options of our layer that reproduce a PyTorch encoder or decoder layer."""
+    return dict(dropout=layer.dropout.p, activation=_torch_activation(layer), norm_first=layer.norm_first,
+                eps=layer.norm1.eps)
 
 
 def _torch_activation(layer) -> str:
