@@ -7,13 +7,15 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: help setup book test unit execute serve bench clean
+.PHONY: help setup book test unit execute reader lab serve bench clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book     build the static site into _build/html (from the stored notebook outputs)"
 	@echo "make test     run the whole verification: pytest --nbval (package, notebooks, site, browser)"
 	@echo "make execute  re-execute the chapters after changing src/attn (NB=book/x.ipynb for one)"
+	@echo "make reader   rewrite the reader editions (reader/book/*.ipynb) from the stored outputs"
+	@echo "make lab      open JupyterLab on the reader editions, with live widgets"
 	@echo "make serve    serve _build/html on http://127.0.0.1:$(PORT)"
 	@echo "make bench    run the benchmarks in benchmarks/"
 
@@ -42,12 +44,19 @@ book: setup
 
 test: setup
 	$(BIN)/python -m pytest --nbval
+	$(BIN)/python -m pytest --fresh-env -m fresh_env tests/test_fresh_env.py
 
 unit: setup
 	$(BIN)/python -m pytest
 
 execute: setup
 	$(BIN)/python scripts/notebooks.py execute $(NB)
+
+reader: setup
+	$(BIN)/python scripts/notebooks.py reader $(NB)
+
+lab: setup
+	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=reader/book
 
 serve:
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)

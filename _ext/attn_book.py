@@ -1,4 +1,10 @@
-"""Sphinx extension for the book: make embedded widget state safe to put inside <script> tags.
+"""Sphinx extension for the book.
+
+1. The site's "download .ipynb" button serves each chapter's reader edition (reader/book/<x>.ipynb,
+   made by ``python scripts/notebooks.py reader``) instead of the MyST source, so a downloaded
+   chapter reads in Jupyter as it does on the site.
+
+2. Make embedded widget state safe to put inside <script> tags.
 
 myst-nb writes each page's widget state as JSON inside ``<script type="application/vnd.jupyter.
 widget-state+json">`` and escapes only the exact text ``</script>``. An HTML parser ends the
@@ -10,7 +16,9 @@ for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same 
 
 from __future__ import annotations
 
+import pathlib
 import re
+import shutil
 
 _CLOSE = re.compile(r"</", flags=re.IGNORECASE)
 
@@ -19,8 +27,22 @@ def sanitize_script_content(content: str) -> str:
     return _CLOSE.sub(r"<\\/", content).replace("<!--", "\\u003c!--")
 
 
+def serve_reader_editions(app, exception) -> None:
+    """Replace ``_sources/<page>.ipynb`` (the download button's target) by the reader edition."""
+    if exception is not None or app.builder.format != "html":
+        return
+    srcdir, outdir = pathlib.Path(app.srcdir), pathlib.Path(app.outdir)
+    for source in (outdir / "_sources").rglob("*.ipynb"):
+        rel = source.relative_to(outdir / "_sources")
+        edition = srcdir / "reader" / rel
+        if not edition.exists():
+            raise FileNotFoundError(f"{rel} has no reader edition at reader/{rel}: run `python scripts/notebooks.py reader`")
+        shutil.copyfile(edition, source)
+
+
 def setup(app):
     from myst_nb.core import render
 
     render.sanitize_script_content = sanitize_script_content
+    app.connect("build-finished", serve_reader_editions)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -2,6 +2,10 @@
 
     python scripts/notebooks.py execute [book/x.ipynb ...]   # all chapters in _toc.yml by default
     python scripts/notebooks.py setup-cells                  # only rewrite the first cells
+    python scripts/notebooks.py reader                       # only rewrite the reader editions
+
+`execute` also rewrites the reader editions of the chapters it ran (reader/book/*.ipynb, see
+scripts/reader.py): the notebooks that Colab, Binder and the site's download button open.
 
 Execution is deterministic (chapters seed everything), runs in book/ with this environment's
 kernel, keeps widget state (so widgets render in the static site) and normalises widget model ids
@@ -124,7 +128,7 @@ def execute(paths: list[pathlib.Path]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"execute", "setup-cells"}:
+    if not argv or argv[0] not in {"execute", "setup-cells", "reader"}:
         print(__doc__)
         return 2
     paths = [ROOT / p if not pathlib.Path(p).is_absolute() else pathlib.Path(p) for p in argv[1:]] or chapters()
@@ -136,7 +140,12 @@ def main(argv: list[str]) -> int:
             if write_setup_cell(nb):
                 nbformat.write(nb, path)
         return 0
-    execute(paths)
+    if argv[0] == "execute":
+        execute(paths)
+    import reader
+
+    for path in reader.write_all(paths, repository()[0], {p.stem for p in chapters()}):
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

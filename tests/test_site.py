@@ -6,6 +6,7 @@ import re
 import pytest
 
 import notebooks
+import reader
 
 
 def _pages(site):
@@ -19,14 +20,27 @@ def test_site_builds_with_zero_warnings(built_site):
     assert (built_site / "book" / "self_attention.html").is_file()
 
 
-def test_every_chapter_has_a_colab_button_for_this_repository(built_site):
+def test_every_chapter_launches_its_reader_edition_in_colab_and_binder(built_site, root):
     url, branch = notebooks.repository()
     slug = url.removeprefix("https://github.com/")
     for nb in notebooks.chapters():
-        page = built_site / nb.relative_to(nb.parents[1]).with_suffix(".html")
+        page = built_site / nb.relative_to(root).with_suffix(".html")
         text = page.read_text()
-        expected = f"https://colab.research.google.com/github/{slug}/blob/{branch}/{nb.parent.name}/{nb.name}"
-        assert expected in text, f"{page.name}: no Colab link to {expected}"
+        edition = reader.reader_path(nb).relative_to(root).as_posix()
+        assert edition.startswith("reader/book/")
+        colab = f"https://colab.research.google.com/github/{slug}/blob/{branch}/{edition}"
+        binder = f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/{edition}"
+        assert colab in text, f"{page.name}: no Colab link to {colab}"
+        assert binder in text, f"{page.name}: no Binder link to {binder}"
+
+
+def test_the_download_button_serves_the_reader_edition(built_site, root):
+    for nb in notebooks.chapters():
+        rel = nb.relative_to(root)
+        page = (built_site / rel.with_suffix(".html")).read_text()
+        assert f"_sources/{rel.as_posix()}" in page, f"{rel}: no download link"
+        served = (built_site / "_sources" / rel).read_bytes()
+        assert served == reader.reader_path(nb).read_bytes(), f"{rel}: the download is not the reader edition"
 
 
 def test_pages_load_no_script_style_or_font_from_another_host(built_site):

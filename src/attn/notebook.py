@@ -6,7 +6,6 @@ a local JupyterLab, or a plain Python process.
   the value only when asked to, and never fails.
 - :func:`require` stops a chapter at its first cell, with one clear message naming the package and
   the install command, when it needs a package that ``attn`` does not install.
-- :func:`device` is the one place a chapter's tensors and models take their device from.
 
 The markdown of a chapter refers to recorded values as ``{glue:text}`name```. Jupyter cannot render
 that role, so readers outside the site open a *reader edition* of each chapter, in which every role
@@ -16,12 +15,9 @@ is replaced by the value stored in the source notebook (``python scripts/noteboo
 from __future__ import annotations
 
 import importlib.util
-import os
 from typing import Any
 
-import torch
-
-__all__ = ["device", "glue", "require"]
+__all__ = ["glue", "require"]
 
 
 def glue(name: str, value: Any, *, display: bool = False) -> Any:
@@ -64,19 +60,3 @@ def require(package: str, *, pip: str | None = None, why: str = "") -> None:
         name=package,
     )
 
-
-def device() -> torch.device:
-    """The device the chapters run on: ``$ATTN_DEVICE`` if set (``"cuda"``, ``"mps"``), else the CPU.
-
-    The stored outputs of the book come from the CPU. The chapters' models are tiny, so the CPU is
-    the default even on a GPU runtime; set ``ATTN_DEVICE=cuda`` to move them (numbers then differ
-    in the last digits, and timings differ a lot).
-    """
-    name = os.environ.get("ATTN_DEVICE", "cpu")
-    try:
-        dev = torch.device(name)
-    except RuntimeError as e:
-        raise ValueError(f"ATTN_DEVICE={name!r} is not a device name torch understands ({e})") from None
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError("ATTN_DEVICE=cuda, but torch sees no CUDA device here (torch.cuda.is_available() is False)")
-    return dev

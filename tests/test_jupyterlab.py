@@ -1,0 +1,105 @@
+"""The explorers live in JupyterLab: a real server on 127.0.0.1, the chapter run in the browser.
+
+This is the `make lab` experience: JupyterLab from the project environment opens the explorers
+chapter (its reader edition), runs every cell with a live kernel, and each explorer renders and
+responds to a control, with no error in the page and no request to another host.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+import reader  # scripts/reader.py
+
+TOKEN = "attn-book-test-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(root, tmp_path_factory, browser):
+    work = tmp_path_factory.mktemp("lab")
+    shutil.copy2(reader.reader_path(root / "book/explorers.ipynb"), work / "explorers.ipynb")
+    port = _free_port()
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / ".settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(work / ".workspaces"), ATTN_QUIET="1")
+    jupyter = pathlib.Path(sys.executable).parent / "jupyter"
+    log = (work / "lab.log").open("w")
+    proc = subprocess.Popen(
+        [str(jupyter), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+         "--ServerApp.port_retries=0", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={work}",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         "--LabApp.extension_manager=readonly", *(["--allow-root"] if os.geteuid() == 0 else [])],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 90
+    while True:
+        try:
+            urllib.request.urlopen(f"{base}/api/status?token={TOKEN}", timeout=2)
+            break
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                pytest.fail("JupyterLab did not start:\n" + (work / "lab.log").read_text()[-3000:])
+            time.sleep(0.5)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def test_explorers_render_and_respond_live_in_jupyterlab(root, lab, browser):
+    from conftest import PageWatch
+
+    w = PageWatch(browser, lab)
+    page = w.page
+    page.set_default_timeout(60_000)
+    page.goto(f"{lab}/lab/tree/explorers.ipynb?token={TOKEN}")
+    page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached")
+    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=90_000)
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+
+    mask = page.locator(".attn-mask-explorer").first
+    page.wait_for_selector(".attn-mask-explorer .attn-mask-grid [data-allowed]", timeout=120_000)
+    kind = mask.get_attribute("data-kind")
+    other = "sliding_window" if kind != "sliding_window" else "causal"
+    mask.locator("select[name=kind]").select_option(other)
+    assert mask.get_attribute("data-kind") == other
+
+    page.wait_for_selector(".attn-head-view line.attn-line", state="attached", timeout=120_000)
+    view = page.locator(".attn-head-view").first
+    heads = view.get_attribute("data-heads")
+    view.locator("button[name=head][value='1']").click()
+    assert view.get_attribute("data-heads") != heads
+
+    page.wait_for_selector(".attn-pe-explorer circle.attn-pe-point", state="attached", timeout=120_000)
+    pe = page.locator(".attn-pe-explorer").first
+    pe.locator("input[name=position]").evaluate(
+        "el => { el.value = 5; el.dispatchEvent(new Event('input', {bubbles: true}));"
+        " el.dispatchEvent(new Event('change', {bubbles: true})); }")
+    assert pe.get_attribute("data-position") == "5"
+
+    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=120_000)
+    # Errors shown on purpose are in cells tagged raises-exception; any other error output fails.
+    nb = json.loads((root / "book/explorers.ipynb").read_text())
+    expected = sum("raises-exception" in c["metadata"].get("tags", []) for c in nb["cells"])
+    shown = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert shown.count() == expected, shown.all_inner_texts()
+    assert w.errors == [], w.errors
+    assert w.offhost == [], w.offhost
+    w.close()
