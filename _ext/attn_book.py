@@ -4,7 +4,11 @@
    made by ``python scripts/notebooks.py reader``) instead of the MyST source, so a downloaded
    chapter reads in Jupyter as it does on the site.
 
-2. Make embedded widget state safe to put inside <script> tags.
+2. Each page loads only what it uses: MathJax only where the page has maths (myst-nb and the
+   root toctree would otherwise put it on every page), and none of sphinx-thebe's files, since
+   thebe is off (sphinx-thebe 0.3.1 inlines its configuration twice, a page error on every page).
+
+3. Make embedded widget state safe to put inside <script> tags.
 
 myst-nb writes each page's widget state as JSON inside ``<script type="application/vnd.jupyter.
 widget-state+json">`` and escapes only the exact text ``</script>``. An HTML parser ends the
@@ -40,9 +44,33 @@ def serve_reader_editions(app, exception) -> None:
         shutil.copyfile(edition, source)
 
 
+def _name(asset) -> str:
+    return (getattr(asset, "filename", None) or str(asset) or "").lower()
+
+
+def _inline(asset) -> str:
+    return getattr(asset, "attributes", {}).get("body", "") or ""
+
+
+def trim_page_assets(app, pagename, templatename, context, doctree) -> None:
+    """Drop the scripts and styles a page does not use (see the module docstring)."""
+    has_math = 'class="math' in context.get("body", "")
+
+    def unused(asset) -> bool:
+        name, inline = _name(asset), _inline(asset)
+        if "thebe" in name or "THEBE_JS_URL" in inline:
+            return True
+        return not has_math and ("mathjax" in name or "window.MathJax" in inline)
+
+    for key in ("script_files", "css_files"):
+        if key in context:
+            context[key] = [a for a in context[key] if not unused(a)]
+
+
 def setup(app):
     from myst_nb.core import render
 
     render.sanitize_script_content = sanitize_script_content
     app.connect("build-finished", serve_reader_editions)
+    app.connect("html-page-context", trim_page_assets, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

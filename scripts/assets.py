@@ -4,10 +4,14 @@ Nothing here is committed: the sources are installed at pinned versions by `npm 
 (package-lock.json) and pip (anywidget, requirements.txt). With these files the built site
 loads no script, font or style from another host.
 
-- _assets/mathjax/          MathJax 3 (es5 build) for the equations
+- _assets/mathjax/          MathJax 3: the one build the pages use (tex-chtml.js) and what it loads
+                            on demand (TeX extensions, CHTML fonts, menu and accessibility
+                            components), not the whole distribution
 - _assets/widgets/          require.js, @jupyter-widgets/html-manager's embed-amd.js and its fonts,
                             anywidget's AMD module, and config.js which points requirejs at them.
                             myst-nb adds these only to pages that contain widgets.
+- _assets/root/favicon.ico  the site's icon (drawn here: a small attention pattern), copied to the
+                            site root so /favicon.ico exists
 """
 
 from __future__ import annotations
@@ -21,18 +25,31 @@ NODE = ROOT / "node_modules"
 OUT = ROOT / "_assets"
 
 # requirejs configuration, resolved against this script's own URL so the site works from any
-# base path (a sub-folder on a web host, a local file server).
+# base path (a sub-folder on a web host, a local file server). The widget bundles inside
+# embed-amd.js (base, controls, their 7.x twins, html-manager) take the folder of their module's URL as the place of
+# their font files: mapping them here points that at this folder, where the fonts are, instead of
+# a path relative to the page (a 404 for every icon font).
 CONFIG_JS = """\
 (function () {
   var base = document.currentScript.src.replace(/[^/]*$/, "");
   window.require.config({
     paths: {
       "@jupyter-widgets/html-manager/dist": base.replace(/\\/$/, ""),
+      "@jupyter-widgets/html-manager": base + "html-manager",
+      "@jupyter-widgets/base": base + "base",
+      "@jupyter-widgets/base7": base + "base7",
+      "@jupyter-widgets/controls": base + "controls",
+      "@jupyter-widgets/controls7": base + "controls7",
       anywidget: base + "anywidget/index"
     }
   });
 })();
 """
+
+
+# Loaded by tex-chtml.js only when a page needs them: TeX packages it autoloads (\\boldsymbol ...),
+# the CHTML fonts, and the components behind MathJax's right-click menu (speech/explorer).
+MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"]
 
 
 def anywidget_amd() -> pathlib.Path:
@@ -46,12 +63,36 @@ def anywidget_amd() -> pathlib.Path:
     raise SystemExit("anywidget's AMD module was not found: is anywidget installed in this environment?")
 
 
+def favicon(path: pathlib.Path) -> None:
+    """A 4x4 causal attention pattern in the book's blues, as a multi-size .ico."""
+    from PIL import Image, ImageDraw
+
+    size, n = 64, 4
+    img = Image.new("RGBA", (size, size), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(img)
+    cell = size // n
+    for q in range(n):
+        for k in range(n):
+            if k <= q:  # causal: a query sees itself and the past
+                shade = 0.35 + 0.65 * (k + 1) / (q + 1)
+                colour = (int(31 * shade), int(119 * shade), int(180 + 60 * (1 - shade)), 255)
+            else:
+                colour = (222, 226, 230, 255)
+            draw.rounded_rectangle([k * cell + 2, q * cell + 2, (k + 1) * cell - 3, (q + 1) * cell - 3], 4, fill=colour)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img.save(path, sizes=[(16, 16), (32, 32), (48, 48), (64, 64)])
+
+
 def main() -> None:
     if not NODE.is_dir():
         raise SystemExit("node_modules/ is missing: run `npm ci` first (make does this)")
     if OUT.exists():
         shutil.rmtree(OUT)
-    shutil.copytree(NODE / "mathjax/es5", OUT / "mathjax", ignore=shutil.ignore_patterns("*.map"))
+    mathjax = NODE / "mathjax/es5"
+    (OUT / "mathjax").mkdir(parents=True)
+    shutil.copy2(mathjax / "tex-chtml.js", OUT / "mathjax/tex-chtml.js")
+    for part in MATHJAX_ON_DEMAND:
+        shutil.copytree(mathjax / part, OUT / "mathjax" / part, ignore=shutil.ignore_patterns("*.map"))
     widgets = OUT / "widgets"
     shutil.copytree(
         NODE / "@jupyter-widgets/html-manager/dist",
@@ -62,6 +103,7 @@ def main() -> None:
     (widgets / "anywidget").mkdir()
     shutil.copy2(anywidget_amd(), widgets / "anywidget/index.js")
     (widgets / "config.js").write_text(CONFIG_JS)
+    favicon(OUT / "root" / "favicon.ico")
     size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"_assets/: {size / 1e6:.1f} MB of site-served front-end files")
 

@@ -67,23 +67,56 @@ CHROMIUM_ARGS = [
 ]
 
 
+SITE_PREFIX = "/attn-book"  # where GitHub Pages serves the book (see _config.yml notfound_urls_prefix)
+COMPRESSIBLE = {".html", ".js", ".css", ".json", ".svg", ".txt", ".ipynb", ".inv", ".xml", ".map", ".ttf", ".otf", ".eot"}
+
+
 @pytest.fixture(scope="session")
 def site_server(built_site):
-    """Serve the built site on 127.0.0.1 (a free port) for the browser tests."""
-    import functools
-    import http.server
-    import threading
+    """The built site served on 127.0.0.1 as GitHub Pages serves it (see serve_like_pages)."""
+    server, base = serve_like_pages(built_site)
+    yield base
+    server.shutdown()
 
-    class Quiet(http.server.SimpleHTTPRequestHandler):
+
+def serve_like_pages(built_site: pathlib.Path):
+    """Serve the built site on 127.0.0.1 the way GitHub Pages does: under /attn-book/, gzip for
+    text files when the browser accepts it, and 404.html (status 404) for a missing page.
+    Returns the running server and the site's base URL."""
+    import gzip
+    import http.server
+    import mimetypes
+    import threading
+    import urllib.parse
+
+    class Pages(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args):
             pass
 
-    handler = functools.partial(Quiet, directory=str(built_site))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+        def do_GET(self):
+            path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
+            status, file = 404, built_site / "404.html"
+            if path.startswith(SITE_PREFIX + "/") or path == SITE_PREFIX:
+                rel = path[len(SITE_PREFIX):].lstrip("/")
+                target = (built_site / rel).resolve()
+                if target.is_dir():
+                    target = target / "index.html"
+                if target.is_file() and built_site.resolve() in target.parents:
+                    status, file = 200, target
+            body = file.read_bytes()
+            kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            if file.suffix in COMPRESSIBLE and "gzip" in self.headers.get("Accept-Encoding", ""):
+                body = gzip.compress(body, 6)
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}{SITE_PREFIX}"
 
 
 @pytest.fixture(scope="session")

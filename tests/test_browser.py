@@ -15,17 +15,9 @@ import torch
 from attn import masks
 from attn.widgets import MaskExplorer
 
-# Console messages from the theme, not from the book (seen on every page of a fresh Jupyter Book 1
-# site): sphinx-thebe 0.3.1 inlines its script twice, and pydata-sphinx-theme reports an empty
-# stored theme mode in a new browser profile.
-KNOWN_NOISE = (
-    "Identifier 'THEBE_JS_URL' has already been declared",
-    "Got invalid theme mode",
-)
-
-
 def _errors(watch):
-    return [e for e in watch.errors if not any(n in e for n in KNOWN_NOISE)]
+    """Every page error and console error, with no exception for "known noise"."""
+    return list(watch.errors)
 
 
 def _site_pages(built_site):
@@ -38,6 +30,7 @@ def test_every_page_loads_everything_from_the_site_itself(built_site, watch):
     assert "book/self_attention.html" in pages
     for path in pages:
         watch.goto(path)
+        assert _errors(watch) == [], (path, watch.failed)
     assert watch.offhost == [], f"requests to other hosts: {watch.offhost}"
     assert watch.failed == [], f"failed requests: {watch.failed}"
     assert _errors(watch) == []
@@ -214,3 +207,50 @@ def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
                 found += 1
                 assert len(json.dumps(model)) < 200_000, (page.name, model.get("model_name"))
     assert found >= 3
+
+
+# --- the site as a whole ----------------------------------------------------------------------------
+
+TEXT_PAGE_BUDGET = 1_500_000  # bytes transferred (gzip, as GitHub Pages serves) by a page without widgets
+
+
+def _transferred(browser, base, path) -> tuple[int, list[str]]:
+    """Bytes on the wire for one page load in a fresh context (nothing cached), and the URLs."""
+    from conftest import PageWatch
+
+    w = PageWatch(browser, base)
+    sizes: list[tuple[int, str]] = []
+    w.page.on("requestfinished", lambda r: sizes.append((r.sizes()["responseBodySize"], r.url)))
+    w.goto(path)
+    w.page.wait_for_timeout(300)
+    errors = _errors(w)
+    w.close()
+    assert errors == [], f"{path}: {errors}"
+    return sum(s for s, _ in sizes), [u for _, u in sizes]
+
+
+def test_pages_without_widgets_stay_under_the_weight_budget_and_load_mathjax_only_with_maths(built_site, browser, site_server):
+    rows = []
+    for path in _site_pages(built_site):
+        html = (built_site / path).read_text()
+        total, urls = _transferred(browser, site_server, path)
+        has_widgets = "application/vnd.jupyter.widget-state+json" in html
+        has_maths = 'class="math' in html
+        rows.append(f"{path:42s} {total / 1e6:5.2f} MB  widgets={has_widgets!s:5} maths={has_maths}")
+        assert any("/mathjax/" in u for u in urls) == has_maths, f"{path}: MathJax loaded iff the page has maths"
+        assert any("/widgets/" in u for u in urls) == has_widgets, f"{path}: widget runtime iff widgets"
+        if not has_widgets:
+            assert total <= TEXT_PAGE_BUDGET, f"{path}: {total / 1e6:.2f} MB transferred, budget {TEXT_PAGE_BUDGET / 1e6} MB"
+    print("\npage weights (transferred, gzip):\n" + "\n".join(rows))
+
+
+def test_missing_pages_get_the_sites_own_404_page_and_the_favicon_exists(watch):
+    url = f"{watch.base}/book/no-such-chapter.html"
+    response = watch.page.goto(url, wait_until="networkidle")
+    assert response.status == 404
+    assert "not found" in watch.page.locator("main, body").first.inner_text().lower()
+    assert watch.failed == [f"404 {url}"], "only the missing page itself may fail; its styles and scripts load"
+    assert len(watch.errors) == 1 and "status of 404" in watch.errors[0], watch.errors
+    assert watch.page.locator("link[rel=stylesheet]").count() > 0
+    icon = watch.page.request.get(f"{watch.base}/favicon.ico")
+    assert icon.status == 200 and icon.body()[:4] == b"\x00\x00\x01\x00", "an .ico file at the site root"

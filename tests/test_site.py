@@ -66,3 +66,77 @@ def test_pages_without_widgets_load_no_widget_runtime(built_site):
         text = page.read_text()
         if "application/vnd.jupyter.widget-state+json" not in text:
             assert "widgets/embed-amd.js" not in text and "widgets/require.js" not in text, page.name
+
+
+SITE_BUDGET = 30_000_000  # bytes on disk for the whole built site (it was 42 MB with all of MathJax)
+
+
+def test_built_site_size_is_reported_and_under_budget(built_site):
+    sizes: dict[str, int] = {}
+    for f in built_site.rglob("*"):
+        if f.is_file() and f.name != ".build-log.txt":
+            top = f.relative_to(built_site).parts[0]
+            top = "/".join(f.relative_to(built_site).parts[:2]) if top == "_static" else top
+            sizes[top] = sizes.get(top, 0) + f.stat().st_size
+    total = sum(sizes.values())
+    print(f"\nbuilt site: {total / 1e6:.1f} MB")
+    for name, size in sorted(sizes.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {name:32s} {size / 1e6:6.2f} MB")
+    assert total <= SITE_BUDGET, f"the built site is {total / 1e6:.1f} MB, budget {SITE_BUDGET / 1e6:.0f} MB"
+    assert not (built_site / "_static/mathjax/tex-svg.js").exists(), "only the MathJax build the pages use is copied"
+
+
+class _Links(__import__("html.parser").parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("name"):
+            self.ids.add(a["name"])
+        for key in ("href", "src"):
+            if a.get(key):
+                self.links.append(a[key])
+
+
+def test_every_internal_link_and_anchor_on_the_site_resolves(built_site):
+    import urllib.parse
+
+    parsed = {}
+    for page in _pages(built_site):
+        p = _Links()
+        p.feed(page.read_text())
+        parsed[page] = p
+    broken, checked = [], 0
+    for page, p in parsed.items():
+        if page.name == "404.html":
+            continue  # absolute links under the published path: checked below
+        for link in p.links:
+            parts = urllib.parse.urlsplit(link)
+            if parts.scheme or link.startswith(("//", "mailto:", "javascript:", "data:")):
+                continue
+            target = (page.parent / urllib.parse.unquote(parts.path)).resolve() if parts.path else page
+            checked += 1
+            if not target.exists():
+                broken.append(f"{page.relative_to(built_site)} -> {link}")
+            elif parts.fragment and target.suffix == ".html":
+                ids = parsed[target].ids if target in parsed else _Links().ids
+                if target in parsed and parts.fragment not in ids:
+                    broken.append(f"{page.relative_to(built_site)} -> {link} (no such anchor)")
+    assert checked > 100
+    assert broken == [], "\n".join(broken[:40])
+
+
+def test_404_page_links_under_the_published_path_of_this_repository(built_site):
+    url, _ = notebooks.repository()
+    prefix = notebooks.book_config()["sphinx"]["config"]["notfound_urls_prefix"]
+    assert prefix == "/" + url.rstrip("/").rsplit("/", 1)[1] + "/", "GitHub Pages serves the book under /<repo>/"
+    text = (built_site / "404.html").read_text()
+    refs = re.findall(r'(?:href|src)="(/[^"#?]+)', text)
+    assert refs and all(r.startswith(prefix) for r in refs), refs[:5]
+    for ref in refs:
+        assert (built_site / ref[len(prefix):]).exists(), ref
