@@ -140,3 +140,17 @@ def test_404_page_links_under_the_published_path_of_this_repository(built_site):
     assert refs and all(r.startswith(prefix) for r in refs), refs[:5]
     for ref in refs:
         assert (built_site / ref[len(prefix):]).exists(), ref
+
+
+def test_publishing_workflow_builds_with_make_book_and_publishes_the_built_html(root):
+    import yaml
+
+    flow = yaml.safe_load((root / ".github/workflows/pages.yml").read_text())
+    steps = flow["jobs"]["build"]["steps"]
+    assert any(s.get("run", "").strip() == "make book" for s in steps), "the same command as the README"
+    upload = next(s for s in steps if "upload-pages-artifact" in s.get("uses", ""))
+    assert upload["with"]["path"] == "_build/html"
+    python = next(s for s in steps if "setup-python" in s.get("uses", ""))
+    assert python["with"]["python-version"] == "3.11"
+    triggers = flow.get("on", flow.get(True))  # YAML 1.1 reads the key `on` as true
+    assert triggers["push"]["branches"] == [notebooks.repository()[1]]
