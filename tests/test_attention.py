@@ -258,7 +258,7 @@ def test_mha_causal_left_padding_has_finite_gradients(name, how, dtype):
             out, _ = m(x, key_mask=key_mask, is_causal=True)
         assert (rec[""][1, :, :2] == 0).all()
     else:
-        out, w = m(x, key_mask=key_mask, is_causal=True, need_weights=how == "need_weights")
+        out, _ = m(x, key_mask=key_mask, is_causal=True, need_weights=how == "need_weights")
     assert torch.isfinite(out).all()
     out.float().pow(2).sum().backward()
     assert torch.isfinite(x.grad).all()

@@ -207,9 +207,9 @@ def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
                 torch.broadcast_shapes(out.shape, m.shape)
             except RuntimeError:
                 raise ValueError(
-                    f"combine() got masks of shapes {_checks.fmt(out.shape)} and {_checks.fmt(m.shape)} "
-                    f"(argument {n}), which do not broadcast: each must be (L, S), (B, L, S) or "
-                    "broadcast to one of them"
+                    f"combine() got masks of shapes {_checks.fmt(out.shape)} and {_checks.fmt(m.shape)}, which do "
+                    f"not broadcast (argument {n} against the ones before it): each must be (L, S), (B, L, S) "
+                    "or broadcast to one of them"
                 ) from None
         out = m if out is None else out & m
     return out
