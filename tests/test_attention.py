@@ -247,7 +247,7 @@ def _score_encodings():
 
 @pytest.mark.parametrize("name", sorted(_score_encodings()))
 @pytest.mark.parametrize("how", ["need_weights", "record_attention", "fused"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_mha_causal_left_padding_has_finite_gradients(name, how, dtype):
     torch.manual_seed(0)
     m = attn.MultiHeadAttention(16, 4, positional=_score_encodings()[name]()).to(dtype)

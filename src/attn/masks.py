@@ -64,7 +64,8 @@ def causal(L: int, S: int | None = None, *, offset: int = 0, device=None) -> tor
         L: number of queries. S: number of keys (default ``L``).
         offset: ``0`` aligns the top-left corner, as ``is_causal=True`` in PyTorch does;
             ``S - L`` aligns the bottom-right corner, which is what a decoder with ``S - L`` cached
-            keys needs (query ``i`` sits at absolute position ``S - L + i``).
+            keys needs (query ``i`` sits at absolute position ``S - L + i``) and what
+            ``is_causal=True`` means everywhere in ``attn``. The two agree when ``L == S``.
 
     Returns:
         bool tensor of shape ``(L, S)``.
