@@ -213,3 +213,97 @@ def test_positional_dimensions_are_checked_when_the_layer_is_built():
         attn.MultiHeadAttention(16, 4, positional=attn.RotaryPositionalEncoding(8))
     with pytest.raises(ValueError, match="ALiBi has num_heads=2, but this attention has num_heads=4"):
         attn.MultiHeadAttention(16, 4, positional=attn.ALiBi(2))
+
+
+# --- gradients through fully masked rows (issue 9, item 1) -------------------------------------
+
+def _causal_left_padded(B=2, L=5):
+    """Causal attention with left padding: the first query of sequence 1 may attend nothing."""
+    key_mask = masks.padding([L, L - 2])[:, 0].flip(-1)  # (B, S): sequence 1 starts with 2 pads
+    return key_mask
+
+
+def test_self_attention_with_an_additive_mask_has_finite_gradients():
+    m = attn.SelfAttention(8)
+    keep = torch.ones(4, 4, dtype=torch.bool)
+    keep[2] = False
+    x = torch.randn(2, 4, 8, requires_grad=True)
+    out, w = m(x, mask=masks.to_additive(keep))
+    assert (w[:, 2] == 0).all()
+    out.pow(2).sum().backward()
+    assert torch.isfinite(x.grad).all()
+    assert all(torch.isfinite(p.grad).all() for p in m.parameters())
+
+
+def _score_encodings():
+    return {
+        "alibi": lambda: attn.ALiBi(4),
+        "t5": lambda: attn.T5RelativePositionBias(4, num_buckets=8, max_distance=16),
+        "shaw": lambda: attn.positional.ShawRelativePositionalBias(4, num_heads=4, max_distance=3),
+        "rope": lambda: attn.RotaryPositionalEncoding(4),
+        "none": lambda: None,
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_score_encodings()))
+@pytest.mark.parametrize("how", ["need_weights", "record_attention", "fused"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_mha_causal_left_padding_has_finite_gradients(name, how, dtype):
+    torch.manual_seed(0)
+    m = attn.MultiHeadAttention(16, 4, positional=_score_encodings()[name]()).to(dtype)
+    x = torch.randn(2, 5, 16, dtype=dtype, requires_grad=True)
+    key_mask = _causal_left_padded()
+    if how == "record_attention":
+        with attn.record_attention(m) as rec:
+            out, _ = m(x, key_mask=key_mask, is_causal=True)
+        assert (rec[""][1, :, :2] == 0).all()
+    else:
+        out, _ = m(x, key_mask=key_mask, is_causal=True, need_weights=how == "need_weights")
+    assert torch.isfinite(out).all()
+    out.float().pow(2).sum().backward()
+    assert torch.isfinite(x.grad).all()
+    for pname, p in m.named_parameters():
+        assert torch.isfinite(p.grad).all(), f"{pname}.grad has NaN or inf"
+
+
+# --- one definition of self-attention (issue 9, item 2) ----------------------------------------
+
+@pytest.mark.parametrize("name", sorted(_score_encodings()))
+def test_passing_the_query_as_key_and_value_is_self_attention(name):
+    torch.manual_seed(0)
+    m = attn.MultiHeadAttention(16, 4, positional=_score_encodings()[name]()).eval()
+    x = torch.randn(2, 5, 16)
+    expected, w = m(x, need_weights=True)
+    assert_close(m(x, x, x)[0], expected, **TOL)  # nn.MultiheadAttention's habit
+    assert_close(m(x, x)[0], expected, **TOL)
+    assert_close(m(x, x, x, need_weights=True)[1], w, **TOL)
+    assert_close(m(x, x, x, is_causal=True)[0], m(x, is_causal=True)[0], **TOL)
+
+
+@pytest.mark.parametrize("name", ["alibi", "t5", "shaw", "rope"])
+def test_a_positional_module_refuses_a_separate_key_tensor(name):
+    m = attn.MultiHeadAttention(16, 4, positional=_score_encodings()[name]())
+    x = torch.randn(2, 5, 16)
+    with pytest.raises(ValueError, match=r"positional=.* acts in self-attention only.*key and value must be omitted "
+                                         r"or be the query tensor itself"):
+        m(x, x.clone(), x.clone())
+    with pytest.raises(ValueError, match="self-attention only"):
+        m(x, torch.randn(2, 7, 16))
+
+
+def test_without_positions_an_equal_copy_of_the_query_gives_the_same_result():
+    m = attn.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 5, 16)
+    assert_close(m(x, x.clone(), x.clone())[0], m(x)[0], **TOL)
+
+
+# --- is_causal: bottom-right, the same rule as attn.scaled_dot_product_attention (item 6) ------
+
+@pytest.mark.parametrize("L, S", [(2, 6), (6, 6)])
+def test_mha_is_causal_is_the_functional_rule_bottom_right(L, S):
+    m = attn.MultiHeadAttention(16, 4).eval()
+    x, memory = torch.randn(2, L, 16), torch.randn(2, S, 16)
+    got = m(x, memory, is_causal=True)[0]
+    assert_close(got, m(x, memory, mask=masks.causal(L, S, offset=S - L))[0], **TOL)
+    if L != S:
+        assert not torch.allclose(got, m(x, memory, mask=masks.causal(L, S))[0])

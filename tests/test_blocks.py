@@ -130,3 +130,80 @@ def test_encoder_and_decoder_stacks_equal_pytorch_after_from_torch(norm_first):
     assert_close(memory, enc_ref(src, src_key_padding_mask=~keys), **TOL)
     assert_close(dec(tgt, memory, memory_key_mask=keys),
                  dec_ref(tgt, memory, tgt_mask=~masks.causal(4), memory_key_padding_mask=~keys), **TOL)
+
+
+# --- from_torch copies every activation exactly, and bias-free layers (issue 9, item 4) ---------
+
+ACTIVATIONS = {
+    "relu": "relu",
+    "gelu": "gelu",
+    "F.relu": torch.nn.functional.relu,
+    "F.gelu": torch.nn.functional.gelu,
+    "tanh-GELU lambda": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+    "nn.GELU(tanh)": nn.GELU(approximate="tanh"),
+    "nn.ReLU()": nn.ReLU(),
+    "torch.tanh": torch.tanh,
+    "F.silu": torch.nn.functional.silu,
+}
+
+
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_from_torch_copies_the_activation_exactly(name, kind):
+    torch.manual_seed(0)
+    kw = dict(dropout=0.0, activation=ACTIVATIONS[name], batch_first=True)
+    x, memory = torch.randn(2, 5, D), torch.randn(2, 6, D)
+    if kind == "encoder":
+        ref = nn.TransformerEncoderLayer(D, H, FF, **kw)
+        ours = EncoderLayer.from_torch(ref)
+        _both_train_without_dropout(ref, ours)
+        got, expected = ours(x), ref(x)
+    else:
+        ref = nn.TransformerDecoderLayer(D, H, FF, **kw)
+        ours = DecoderLayer.from_torch(ref)
+        _both_train_without_dropout(ref, ours)
+        got, expected = ours(x, memory, is_causal=False), ref(x, memory)
+    assert_close(got, expected, atol=1e-6, rtol=1e-6)
+
+
+def test_a_callable_activation_is_used_as_given():
+    ff = attn.blocks.FeedForward(4, 8, activation=torch.tanh)
+    x = torch.randn(3, 4)
+    assert_close(ff(x), ff.linear2(torch.tanh(ff.linear1(x))))
+    with pytest.raises(TypeError, match=r"activation must be 'relu', 'gelu' or a callable, got int"):
+        attn.blocks.FeedForward(4, 8, activation=3)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_from_torch_copies_bias_free_layers(norm_first):
+    ref = nn.Transformer(D, H, num_encoder_layers=1, num_decoder_layers=2, dim_feedforward=FF, dropout=0.0,
+                         batch_first=True, norm_first=norm_first, bias=False)
+    ours = Transformer.from_torch(ref)
+    _both_train_without_dropout(ref, ours)
+    assert all(not name.endswith("bias") for name, _ in ours.named_parameters())
+    src, tgt = torch.randn(2, 6, D), torch.randn(2, 4, D)
+    assert_close(ours(src, tgt), ref(src, tgt, tgt_mask=~masks.causal(4)), **TOL)
+    layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, bias=False)
+    assert_close(EncoderLayer.from_torch(layer).train()(src), layer.train()(src), **TOL)
+
+
+# --- stacked copies keep each module's own initialisation (issue 9, item 5) --------------------
+
+def test_encoder_copies_keep_the_t5_bias_table_at_std_0_02():
+    torch.manual_seed(0)
+    t5 = attn.T5RelativePositionBias(8, num_buckets=256, max_distance=512)  # 2048 entries
+    enc = attn.blocks.Encoder(EncoderLayer(D, 8, FF, positional=t5), 3)
+    tables = [layer.self_attn.positional.embedding.weight for layer in enc.layers]
+    for w in tables:
+        assert 0.018 < w.std().item() < 0.022, w.std().item()
+    assert not any(torch.equal(a, b) for i, a in enumerate(tables) for b in tables[i + 1 :])
+
+
+def test_encoder_copies_redraw_shaw_vectors_at_std_0_02():
+    torch.manual_seed(0)
+    shaw = attn.positional.ShawRelativePositionalBias(D // H, num_heads=H, max_distance=64)  # 4 x 129 x 8
+    enc = attn.blocks.Encoder(EncoderLayer(D, H, FF, positional=shaw), 3)
+    vectors = [layer.self_attn.positional.vectors for layer in enc.layers]
+    for w in vectors:
+        assert 0.018 < w.std().item() < 0.022, w.std().item()
+    assert not any(torch.equal(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])

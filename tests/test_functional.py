@@ -33,7 +33,11 @@ def _qkv(*batch, L=5, S=7, E=8, Ev=None, dtype=torch.float32):
 def test_both_paths_match_pytorch_on_random_shapes(B, H, L, S, E, Ev, causal, seed):
     torch.manual_seed(seed)
     q, k, v = _qkv(B, H, L=L, S=S, E=E, Ev=Ev)
-    expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    expected = F.scaled_dot_product_attention(q, k, v)
+    if causal:  # attn's is_causal is bottom-right aligned (PyTorch's top-left differs when L != S)
+        bottom_right = masks.causal(L, S, offset=S - L)
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right)
+        expected = expected.masked_fill(masks.fully_masked_rows(bottom_right), 0.0)  # L > S: empty rows
     fast = sdpa(q, k, v, is_causal=causal)
     slow, w = sdpa(q, k, v, is_causal=causal, return_weights=True)
     assert_close(fast, expected, **TOL32)
@@ -201,3 +205,78 @@ def test_batch_dims_that_do_not_broadcast_are_reported():
 
 def test_public_name_is_reexported():
     assert attn.scaled_dot_product_attention is sdpa
+
+
+# --- gradients through fully masked rows (issue 9, item 1) -------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("kind", ["bool", "additive", "additive+learned bias"])
+def test_fully_masked_row_gives_finite_gradients_on_both_paths(dtype, weights, kind):
+    q, k, v = (t.requires_grad_() for t in _qkv(2, 2, L=4, S=5, dtype=dtype))
+    keep = torch.ones(4, 5, dtype=torch.bool)
+    keep[1] = False  # query 1 may attend nothing
+    bias = torch.randn(4, 5, dtype=dtype, requires_grad=True)  # e.g. a learned score bias
+    mask = {"bool": keep, "additive": masks.to_additive(keep, dtype),
+            "additive+learned bias": masks.to_additive(keep, dtype) + bias}[kind]
+    res = sdpa(q, k, v, mask=mask, return_weights=weights)
+    out = res[0] if weights else res
+    (out.float() ** 2).sum().backward()
+    for name, t in (("q", q), ("k", k), ("v", v), ("bias", bias)):
+        if t.grad is not None:
+            assert torch.isfinite(t.grad).all(), f"{name}.grad has NaN or inf"
+    assert (q.grad[:, :, 1] == 0).all(), "the masked query's output is the constant 0"
+    assert q.grad[:, :, 0].abs().sum() > 0
+
+
+def test_the_issue_example_has_finite_key_gradients():
+    q, k, v = (torch.randn(1, 3, 4, requires_grad=True) for _ in range(3))
+    m = masks.to_additive(torch.tensor([[1, 1, 1], [0, 0, 0], [1, 1, 1]], dtype=torch.bool))
+    sdpa(q, k, v, mask=m, return_weights=True)[0].sum().backward()
+    assert not k.grad.isnan().any()
+
+
+# --- asking for weights never changes the result (issue 9, item 3) -----------------------------
+
+@pytest.mark.parametrize("make", ["issue: all 40", "random * 20", "random * 100"])
+def test_weights_path_equals_fused_path_in_float16_with_large_inputs(make):
+    torch.manual_seed(0)
+    if make == "issue: all 40":
+        q = k = v = torch.full((1, 3, 64), 40.0, dtype=torch.float16)
+    else:
+        scale = float(make.split("* ")[1])
+        q, k, v = ((torch.randn(2, 4, 64) * scale).half() for _ in range(3))
+    fused = sdpa(q, k, v)
+    out, w = sdpa(q, k, v, return_weights=True)
+    assert torch.isfinite(fused).all()
+    assert torch.isfinite(out).all() and torch.isfinite(w).all()
+    ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
+    tol = dict(atol=4e-3 * v.abs().max().item(), rtol=4e-3)  # float16 rounding of values this large
+    assert_close(out.double(), ref, **tol)
+    assert_close(out, fused, **tol)
+
+
+# --- is_causal has one meaning: bottom-right (issue 9, item 6) ----------------------------------
+
+@pytest.mark.parametrize("L, S", [(2, 5), (1, 6), (5, 3), (4, 4)])
+@pytest.mark.parametrize("weights", [False, True])
+def test_is_causal_aligns_the_triangle_bottom_right(L, S, weights):
+    q, k, v = _qkv(2, L=L, S=S)
+    res = sdpa(q, k, v, is_causal=True, return_weights=weights)
+    out = res[0] if weights else res
+    bottom_right = masks.causal(L, S, offset=S - L)  # query i sits at position S - L + i
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=bottom_right)
+    expected = expected.masked_fill(masks.fully_masked_rows(bottom_right), 0.0)  # L > S: first rows see nothing
+    assert_close(out, expected, **TOL32)
+    if weights:
+        assert (res[1][..., ~bottom_right] == 0).all()
+    if L < S:  # PyTorch's is_causal is top-left aligned: a different answer
+        assert not torch.allclose(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    if L == S:  # the usual lower triangle: the two conventions agree
+        assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True), **TOL32)
+
+
+def test_top_left_alignment_is_an_explicit_mask():
+    q, k, v = _qkv(2, L=2, S=5)
+    assert_close(sdpa(q, k, v, mask=masks.causal(2, 5)), F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                 **TOL32)

@@ -132,3 +132,77 @@ def test_masks_keep_softmax_rows_normalised():
     w = torch.softmax(scores + masks.to_additive(masks.causal(4)), -1)
     assert_close(w.sum(-1), torch.ones(4))
     assert (w.triu(1) == 0).all()
+
+
+# --- mask algebra and the one masked softmax (issue 9, items 1 and 9) ----------------------------
+
+def test_restrict_keeps_the_form_of_the_mask_and_blocks_what_allowed_blocks():
+    allowed = masks.causal(3)
+    keep = torch.tensor([[True, True, False]]).expand(3, 3)
+    assert torch.equal(masks.restrict(None, allowed), allowed)
+    assert torch.equal(masks.restrict(keep, allowed), keep & allowed)
+    soft = torch.randn(3, 3)
+    out = masks.restrict(soft, allowed)
+    assert out.dtype == torch.float32
+    assert torch.equal(out[allowed], soft[allowed]) and out[~allowed].eq(float("-inf")).all()
+    with pytest.raises(TypeError, match="allowed must be bool"):
+        masks.restrict(keep, torch.zeros(3, 3))
+
+
+def test_add_bias_turns_any_mask_into_an_additive_one():
+    bias = torch.randn(2, 3, 3)
+    keep = masks.causal(3)
+    assert torch.equal(masks.add_bias(None, bias), bias)
+    from_bool = masks.add_bias(keep, bias)
+    assert torch.equal(from_bool, bias + masks.to_additive(keep))
+    assert torch.equal(masks.add_bias(masks.to_additive(keep), bias), from_bool)
+    with pytest.raises(TypeError, match="bias must be a floating-point tensor"):
+        masks.add_bias(keep, keep)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("form", ["bool", "additive", None])
+def test_masked_softmax_is_softmax_of_the_allowed_scores_and_zero_on_empty_rows(dtype, form):
+    scores = torch.randn(2, 4, 5, dtype=dtype, requires_grad=True)
+    keep = torch.rand(2, 4, 5) > 0.4
+    keep[0, 2] = False  # an empty row
+    keep[1, 1] = True
+    mask = {"bool": keep, "additive": masks.to_additive(keep, dtype), None: None}[form]
+    w = masks.masked_softmax(scores, mask)
+    assert w.dtype == dtype and w.shape == scores.shape
+    if form is None:
+        assert_close(w, torch.softmax(scores.float(), -1).to(dtype))
+    else:
+        assert (w[~keep] == 0).all() and (w[0, 2] == 0).all()
+        assert_close(w.sum(-1)[keep.any(-1)].float(), torch.ones(int(keep.any(-1).sum())), atol=1e-2, rtol=0)
+        expected = torch.softmax(scores.detach().double().masked_fill(~keep, float("-inf")), -1).nan_to_num()
+        tol = 1e-6 if dtype in (torch.float32, torch.float64) else 1e-2
+        assert_close(w.double(), expected, atol=tol, rtol=tol)
+    (w.float() * torch.randn(2, 4, 5)).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    if form is not None:
+        assert (scores.grad[0, 2] == 0).all(), "an empty row passes no gradient"
+
+
+def test_softmax_lives_in_masks_alone():
+    import pathlib
+    import re
+
+    src = pathlib.Path(masks.__file__).parent
+    callers = sorted(p.relative_to(src).as_posix() for p in src.rglob("*.py")
+                     if p.name != "masks.py" and re.search(r"\.softmax\(", p.read_text()))
+    assert callers == [], f"{callers} compute a softmax: call attn.masks.masked_softmax"
+    import attn.attention
+
+    assert not hasattr(attn.attention, "_and") and not hasattr(attn.attention, "_add")
+
+
+def test_masks_carry_no_widget_concerns():
+    import inspect
+
+    text = inspect.getsource(masks).lower()
+    for word in ("widget", "javascript", "browser"):
+        assert word not in text
+    # bigbird still draws its random keys from a portable, seeded stream (mulberry32)
+    rng = masks.seeded_uniform(0)
+    assert [round(next(rng), 6) for _ in range(3)] == [0.266429, 0.00033, 0.223272]

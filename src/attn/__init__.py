@@ -18,6 +18,13 @@ exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floati
 ``key_padding_mask`` means the opposite (``True`` = ignore): convert it with
 :func:`attn.masks.from_key_padding_mask`. A query row whose keys are all masked gives an output of
 zeros, never NaN.
+
+Causal convention (one meaning everywhere): ``is_causal=True`` aligns the triangle bottom-right.
+The ``L`` queries are the last ``L`` of the ``S`` key positions, so query ``i`` may attend key ``j``
+when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached decoding needs. For
+``L == S`` this is the usual lower triangle and equals PyTorch; for ``L != S`` PyTorch's
+``is_causal`` aligns top-left (``j <= i``), which in ``attn`` is the explicit
+``mask=attn.masks.causal(L, S)``.
 """
 
 from attn import blocks, data, functional, masks, models, notebook, positional, train, viz

@@ -16,20 +16,6 @@ from attn.functional import scaled_dot_product_attention
 __all__ = ["KVCache", "MultiHeadAttention", "SelfAttention", "record_attention"]
 
 
-def _and(mask: torch.Tensor | None, allowed: torch.Tensor) -> torch.Tensor:
-    """Restrict ``mask`` (bool or additive, or None) to the pairs ``allowed`` (bool)."""
-    if mask is None or mask.dtype == torch.bool:
-        return allowed if mask is None else mask & allowed
-    return mask.masked_fill(~allowed, float("-inf"))
-
-
-def _add(mask: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-    """Add a float score bias to a bool or additive mask."""
-    if mask.dtype == torch.bool:
-        return bias.masked_fill(~mask, float("-inf"))
-    return mask + bias
-
-
 class KVCache:
     """Keys and values kept between decoding steps, shaped ``(B, H, S, E)``.
 
@@ -118,7 +104,8 @@ class MultiHeadAttention(nn.Module):
         bias: biases on the input and output projections.
         positional: an encoding that acts inside attention (see :mod:`attn.positional`): mode
             ``"qk"`` rotates queries and keys (RoPE), mode ``"scores"`` adds a bias to the scores
-            (ALiBi, T5, Shaw). Applied in self-attention only.
+            (ALiBi, T5, Shaw). Positions belong to one sequence, so a module with ``positional``
+            does self-attention only (see :meth:`forward`).
     """
 
     def __init__(
@@ -190,16 +177,21 @@ class MultiHeadAttention(nn.Module):
     ):
         """Args:
             query: ``(B, L, D)``.
-            key, value: ``(B, S, D)``; default ``query`` (self-attention). Pass the encoder output
-                for cross-attention.
+            key, value: ``(B, S, D)``; default ``query``. **Self-attention** means that ``key``
+                and ``value`` are omitted or are the ``query`` tensor itself (``m(x)``,
+                ``m(x, x)`` and ``m(x, x, x)`` are the same call); anything else is
+                cross-attention, e.g. over the encoder output. A module built with
+                ``positional`` does self-attention only and refuses other ``key``/``value``
+                tensors, even equal copies of ``query``.
             mask: bool (True = may attend) or additive, broadcasting to ``(B, H, L, S)``; an
                 ``(L, S)`` or ``(B, L, S)`` mask applies to every head. With a cache, ``S`` counts
                 the cached keys too.
             key_mask: ``(B, S)`` bool, ``True`` for real keys and ``False`` for padding
                 (the opposite of ``nn.MultiheadAttention``'s ``key_padding_mask``).
-            is_causal: block keys after each query. Queries are taken to be the *last* ``L``
-                positions of the ``S`` keys (bottom-right alignment), which is what decoding with
-                a cache needs; for ``L == S`` it is the usual lower triangle.
+            is_causal: block keys after each query, as in :func:`attn.scaled_dot_product_attention`:
+                the triangle is aligned bottom-right, the queries being the *last* ``L`` positions
+                of the ``S`` keys, which is what decoding with a cache needs; for ``L == S`` it is
+                the usual lower triangle.
             cache: a :class:`KVCache`. For self-attention the new keys and values are appended
                 and the queries attend to everything cached; a ``KVCache(static=True)`` for
                 cross-attention projects ``key``/``value`` once and reuses them afterwards.
@@ -209,61 +201,88 @@ class MultiHeadAttention(nn.Module):
         Returns:
             output ``(B, L, D)``, and weights or ``None``.
         """
-        self_attention = key is None
-        reuse = cache is not None and cache.static and cache.k is not None
+        self_attention = key is None or (key is query and (value is None or value is query))
+        if not self_attention and self.positional is not None:
+            raise ValueError(
+                f"positional={type(self.positional).__name__} acts in self-attention only: key and value must "
+                "be omitted or be the query tensor itself (got a separate key tensor of shape "
+                f"{_checks.fmt(key.shape) if isinstance(key, torch.Tensor) else type(key).__name__})"
+            )
         key = query if key is None else key
         value = key if value is None else value
+        reuse = cache is not None and cache.static and cache.k is not None
         self._check_inputs(query, None if reuse else key, None if reuse else value)
         B, L, _ = query.shape
         past = len(cache) if cache is not None and not cache.static else 0
 
-        if reuse:  # cached cross-attention: only the queries need projecting
-            W, b = self.in_proj.weight, self.in_proj.bias
-            q = self._split_heads(F.linear(query, W[: self.d_model], None if b is None else b[: self.d_model]))
-            k, v = cache.k, cache.v  # (B, H, S, E)
-            if k.shape[0] != B:
-                raise ValueError(f"the cache holds keys for batch size {k.shape[0]}, query has B = {B}")
-        else:
-            q, k, v = (self._split_heads(t) for t in self._project(query, key, value))  # (B, H, L|S, E)
-
-        pos = self.positional
-        if pos is not None and pos.mode == "qk" and self_attention:
-            q = pos.rotate(q, past)  # rotate q and k by their absolute positions
-            k = pos.rotate(k, past)
+        q, k, v = self._project_heads(query, key, value, cache if reuse else None)  # (B, H, L|S, E)
+        q, k = self._rotate(q, k, past)  # RoPE: queries and keys at positions past, past + 1, ...
         if cache is not None and not reuse:
             k, v = cache.update(k, v)  # (B, H, past + S_new, E)
-        S = k.shape[-2]
-
-        mask = self._merge_masks(mask, key_mask, B, L, S)
-        if is_causal and (L != S or mask is not None or (pos is not None and pos.mode == "scores")):
-            mask = _and(mask, masks.causal(L, S, offset=S - L, device=q.device))
-            is_causal = False
-        if pos is not None and pos.mode == "scores" and self_attention:
-            bias = pos.score_bias(q, S - L, S)  # broadcasts to (B, H, L, S)
-            mask = bias if mask is None else _add(mask, bias)
-
-        p = self.dropout if self.training else 0.0
-        if need_weights or self.record_weights:
-            z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p, return_weights=True)
-            if self.record_weights:
-                self.last_weights = w.detach()
-            if not need_weights:
-                w = None
-        else:
-            z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p), None
-        if self.head_mask is not None:  # ablation: silence chosen heads before they are mixed
-            z = z * self.head_mask.to(z.dtype).view(1, -1, 1, 1)
-        z = z.transpose(1, 2).reshape(B, L, self.d_model)  # (B, L, D): heads concatenated
-        out = self.out_proj(z)  # (B, L, D)
+        mask = self._scores_mask(q, mask, key_mask, B, L, k.shape[-2])  # (B|1, H|1, L, S) or None
+        z, w = self._attend(q, k, v, mask, is_causal, need_weights)  # (B, H, L, E), (B, H, L, S)
+        out = self._merge_heads(z)  # (B, L, D)
         if w is not None and average_weights:
             w = w.mean(dim=1)  # (B, L, S)
         return out, w
 
+    def _project_heads(self, query, key, value, static_cache: KVCache | None):
+        """Project and split into heads; a filled static cache supplies the keys and values."""
+        if static_cache is None:
+            return tuple(self._split_heads(t) for t in self._project(query, key, value))  # (B, H, L|S, E)
+        W, b = self.in_proj.weight, self.in_proj.bias
+        D = self.d_model
+        q = self._split_heads(F.linear(query, W[:D], None if b is None else b[:D]))  # (B, H, L, E)
+        k, v = static_cache.k, static_cache.v  # (B, H, S, E)
+        if k.shape[0] != query.shape[0]:
+            raise ValueError(f"the cache holds keys for batch size {k.shape[0]}, query has B = {query.shape[0]}")
+        return q, k, v
+
+    def _rotate(self, q, k, past: int):
+        """Rotate queries and keys by their absolute positions (positional mode "qk")."""
+        pos = self.positional
+        if pos is None or pos.mode != "qk":
+            return q, k
+        return pos.rotate(q, past), pos.rotate(k, past)
+
+    def _scores_mask(self, q, mask, key_mask, B: int, L: int, S: int):
+        """One mask for the scores: ``mask`` and ``key_mask`` merged, plus a positional score bias."""
+        mask = self._merge_masks(mask, key_mask, B, L, S)
+        pos = self.positional
+        if pos is not None and pos.mode == "scores":
+            mask = masks.add_bias(mask, pos.score_bias(q, S - L, S))  # bias (B|1, H, L, S)
+        return mask
+
+    def _attend(self, q, k, v, mask, is_causal: bool, need_weights: bool):
+        """Scaled dot-product attention per head; weights only when asked for or recorded."""
+        p = self.dropout if self.training else 0.0
+        if not (need_weights or self.record_weights):
+            return scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p), None
+        z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p, return_weights=True)
+        if self.record_weights:
+            self.last_weights = w.detach()
+        return z, (w if need_weights else None)
+
+    def _merge_heads(self, z: torch.Tensor) -> torch.Tensor:
+        """Concatenate the heads and mix them with ``out_proj``: ``(B, H, L, E) -> (B, L, D)``."""
+        if self.head_mask is not None:  # ablation: silence chosen heads before they are mixed
+            z = z * self.head_mask.to(z.dtype).view(1, -1, 1, 1)
+        B, _, L, _ = z.shape
+        z = z.transpose(1, 2).reshape(B, L, self.d_model)  # (B, L, D): heads concatenated
+        return self.out_proj(z)  # (B, L, D)
+
     def _check_inputs(self, query, key, value) -> None:
+        param_dtype = self.in_proj.weight.dtype
         for name, x in (("query", query), ("key", key), ("value", value)):
             if x is None:
                 continue
             _checks.tensor(name, x, min_dim=3)
+            _checks.floating(name, x)
+            if x.dtype != param_dtype and not torch.is_autocast_enabled(x.device.type):
+                raise TypeError(
+                    f"{name} has dtype {x.dtype} but the parameters of this MultiHeadAttention are {param_dtype}: "
+                    f"convert one of them (x.to({param_dtype}) or module.to({x.dtype}))"
+                )
             if x.dim() != 3:
                 raise ValueError(f"{name} must have shape (B, N, D), got {_checks.fmt(x.shape)}")
             _checks.last_dim(name, x, self.d_model, "d_model")
@@ -284,13 +303,7 @@ class MultiHeadAttention(nn.Module):
                 raise TypeError(f"key_mask must be bool (True = real key), got dtype {key_mask.dtype}")
             if key_mask.shape != (B, S):
                 raise ValueError(f"key_mask must have shape (B, S) = {_checks.fmt((B, S))}, got {_checks.fmt(key_mask.shape)}")
-            km = key_mask[:, None, None, :]  # (B, 1, 1, S)
-            if mask is None:
-                mask = km
-            elif mask.dtype == torch.bool:
-                mask = mask & km
-            else:
-                mask = mask.masked_fill(~km, float("-inf"))
+            mask = masks.restrict(mask, key_mask[:, None, None, :])  # key_mask as (B, 1, 1, S)
         return mask
 
     def extra_repr(self) -> str:

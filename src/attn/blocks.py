@@ -13,6 +13,7 @@ Pre-LN (most modern models):   ``x = x + Sublayer(LN(x))``
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -24,24 +25,43 @@ __all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", 
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
+Activation = str | Callable[[torch.Tensor], torch.Tensor]
 
-def _activation(name: str):
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {name!r}")
-    return _ACTIVATIONS[name]
+
+def _activation(activation: Activation) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The function for ``"relu"``/``"gelu"``, or the callable itself (e.g. ``nn.GELU("tanh")``)."""
+    if isinstance(activation, str):
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+        return _ACTIVATIONS[activation]
+    if not callable(activation):
+        raise TypeError(f"activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+    return activation
+
+
+def _positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 class FeedForward(nn.Module):
     """Position-wise feed-forward network: ``W_2 · act(W_1 x + b_1) + b_2``, the same MLP at
-    every position. ``(B, L, D) -> (B, L, D)`` through a hidden width ``d_ff``."""
+    every position. ``(B, L, D) -> (B, L, D)`` through a hidden width ``d_ff``.
 
-    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: str = "relu"):
+    ``activation`` is ``"relu"``, ``"gelu"`` or any callable (a function or an ``nn.Module``
+    such as ``nn.GELU(approximate="tanh")``), as PyTorch's layers accept.
+    """
+
+    def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: Activation = "relu",
+                 bias: bool = True):
         super().__init__()
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        _positive_int("d_model", d_model)
+        _positive_int("d_ff", d_ff)
+        self._act = _activation(activation)  # an nn.Module activation is registered as a submodule
+        self.activation = activation if isinstance(activation, str) else None  # the name, when it has one
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
-        self.activation = activation
-        self._act = _activation(activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(self.dropout(self._act(self.linear1(x))))  # (B, L, D)
@@ -57,17 +77,18 @@ class EncoderLayer(nn.Module):
         d_ff: int = 2048,
         *,
         dropout: float = 0.1,
-        activation: str = "relu",
+        activation: Activation = "relu",
         norm_first: bool = False,
         eps: float = 1e-5,
         positional: nn.Module | None = None,
+        bias: bool = True,
     ):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, positional=positional)
-        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps, bias=bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -109,19 +130,20 @@ class DecoderLayer(nn.Module):
         d_ff: int = 2048,
         *,
         dropout: float = 0.1,
-        activation: str = "relu",
+        activation: Activation = "relu",
         norm_first: bool = False,
         eps: float = 1e-5,
         positional: nn.Module | None = None,
+        bias: bool = True,
     ):
         super().__init__()
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, positional=positional)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps, bias=bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
@@ -179,13 +201,27 @@ def _independent_copies(layer: nn.Module, n: int) -> nn.ModuleList:
 
     A plain deep copy (what ``nn.TransformerEncoder`` does) would start every layer from the same
     weights; ``nn.Transformer`` fixes that afterwards with a Xavier re-draw, here each copy simply
-    re-runs its modules' own initialisation."""
+    re-runs its modules' own initialisation (see :func:`_reinitialise`)."""
+    _positive_int("num_layers", n)
     copies = nn.ModuleList(copy.deepcopy(layer) for _ in range(n))
     for c in copies:
-        for m in c.modules():
-            if m is not c and hasattr(m, "reset_parameters"):
-                m.reset_parameters()
+        _reinitialise(c)
     return copies
+
+
+def _reinitialise(module: nn.Module) -> None:
+    """Redraw ``module``'s parameters the way its submodules drew them when built.
+
+    A submodule with its own ``reset_parameters`` (``nn.Linear``, ``nn.LayerNorm``, the
+    positional encodings, whose tables start at N(0, 0.02²)) redraws itself, children included;
+    any other submodule is searched further down. (Calling ``reset_parameters`` on every module
+    would put an ``nn.Embedding`` inside an encoding back to PyTorch's N(0, 1).)
+    """
+    for child in module.children():
+        if hasattr(child, "reset_parameters"):
+            child.reset_parameters()
+        else:
+            _reinitialise(child)
 
 
 class Encoder(nn.Module):
@@ -248,16 +284,17 @@ class Transformer(nn.Module):
         d_ff: int = 2048,
         *,
         dropout: float = 0.1,
-        activation: str = "relu",
+        activation: Activation = "relu",
         norm_first: bool = False,
         eps: float = 1e-5,
+        bias: bool = True,
     ):
         super().__init__()
-        kw = dict(dropout=dropout, activation=activation, norm_first=norm_first, eps=eps)
+        kw = dict(dropout=dropout, activation=activation, norm_first=norm_first, eps=eps, bias=bias)
         self.encoder = Encoder(EncoderLayer(d_model, num_heads, d_ff, **kw), num_encoder_layers,
-                               nn.LayerNorm(d_model, eps=eps))
+                               nn.LayerNorm(d_model, eps=eps, bias=bias))
         self.decoder = Decoder(DecoderLayer(d_model, num_heads, d_ff, **kw), num_decoder_layers,
-                               nn.LayerNorm(d_model, eps=eps))
+                               nn.LayerNorm(d_model, eps=eps, bias=bias))
         self.d_model, self.num_heads = d_model, num_heads
 
     def forward(self, src, tgt, *, src_key_mask=None, tgt_key_mask=None, src_mask=None, tgt_mask=None,
@@ -286,15 +323,29 @@ def _torch_layer_sizes(layer) -> tuple[int, int, int]:
 def _torch_layer_options(layer) -> dict:
     """The keyword options of our layer that reproduce a PyTorch encoder or decoder layer."""
     return dict(dropout=layer.dropout.p, activation=_torch_activation(layer), norm_first=layer.norm_first,
-                eps=layer.norm1.eps)
+                eps=layer.norm1.eps, bias=_torch_bias(layer))
 
 
-def _torch_activation(layer) -> str:
+def _torch_activation(layer) -> Activation:
+    """PyTorch's activation as ours: ``"relu"``/``"gelu"`` for its two named ones, otherwise the
+    callable itself (a copy of a module), so that e.g. tanh-approximate GELU stays exactly that."""
     act = layer.activation
-    name = getattr(act, "__name__", type(act).__name__).lower()
-    if name not in _ACTIVATIONS:
-        raise ValueError(f"unsupported activation in the PyTorch layer: {name}")
-    return name
+    for name, fn in _ACTIVATIONS.items():
+        if act is fn:
+            return name
+    return copy.deepcopy(act) if isinstance(act, nn.Module) else act
+
+
+def _torch_bias(layer) -> bool:
+    """Whether a PyTorch layer was built with ``bias=True`` (all its linears and norms agree)."""
+    has = [m.bias is not None for m in (layer.linear1, layer.linear2, layer.norm1)]
+    has.append(layer.self_attn.in_proj_bias is not None)
+    if len(set(has)) != 1:
+        raise ValueError(
+            "the PyTorch layer mixes parts with and without biases (linear1, linear2, norm1, self_attn: "
+            f"{has}); only layers built with one bias= setting can be copied"
+        )
+    return has[0]
 
 
 def _stack_from_torch(cls, stack, layer_cls):

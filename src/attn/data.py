@@ -22,6 +22,18 @@ __all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "kv
 IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
 
 
+def _positive_int(name: str, value, what: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer{what}, got {value!r}")
+
+
+def _check_task(n, task) -> None:
+    _positive_int("n", n, " (the number of sequences)")
+    if not isinstance(task, KVRecall):
+        raise TypeError(f"task must be a KVRecall, got {type(task).__name__}")
+    task.__post_init__()  # sizes checked again, in case the frozen task was altered
+
+
 # --- key-value recall: two relations -------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -32,6 +44,15 @@ class KVRecall:
     num_keys: int = 8
     num_values: int = 8
     num_queries: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("num_keys", "num_values", "num_queries"):
+            _positive_int(name, getattr(self, name))
+        if self.num_queries > self.num_keys:
+            raise ValueError(
+                f"num_queries ({self.num_queries}) must not exceed num_keys ({self.num_keys}): each query asks "
+                "for a different key"
+            )
 
     @property
     def vocab_size(self) -> int:
@@ -68,6 +89,7 @@ def kv_recall(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
         ``tokens`` ``(n, T)`` long, ``targets`` ``(n, T)`` long (``-100`` = no target), and
         ``kind`` ``(n, T)``: 0 none, 1 previous-token target, 2 matching-key target.
     """
+    _check_task(n, task)
     g = torch.Generator().manual_seed(seed)
     K, V, Q = task.num_keys, task.num_values, task.num_queries
     keys = torch.argsort(torch.rand(n, K, generator=g), dim=1)  # (n, K) order of the keys
@@ -235,6 +257,7 @@ def kv_sum(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
         ``tokens`` ``(n, T)`` long, ``targets`` ``(n, T)`` long (``-100`` = no target), and
         ``kind`` ``(n, T)``: 0 no target, 3 a target that needs relations 1 and 2 (3 = 1 | 2).
     """
+    _check_task(n, task)
     g = torch.Generator().manual_seed(seed)
     K, V, Q = task.num_keys, task.num_values, task.num_queries
     keys = torch.argsort(torch.rand(n, K, generator=g), dim=1)  # (n, K) order of the keys

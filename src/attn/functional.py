@@ -55,21 +55,16 @@ def prepare_mask(
 ) -> torch.Tensor | None:
     """Check ``mask``, fold ``is_causal`` into it, and return a bool or ``dtype`` additive mask.
 
-    ``is_causal`` is the top-left aligned lower triangle, as in PyTorch; combined with a boolean
-    mask both must allow a pair; combined with an additive mask the causal part is added.
+    ``is_causal`` is the bottom-right aligned triangle ``masks.causal(L, S, offset=S - L)``: the
+    ``L`` queries are the last ``L`` of the ``S`` positions. Combined with a boolean mask both must
+    allow a pair; an additive mask gets ``-inf`` where the triangle blocks.
     """
     if mask is not None:
         _checks.mask("mask", mask, (*batch, L, S))
         if mask.is_floating_point() and mask.dtype != dtype:
             mask = mask.to(dtype)
     if is_causal:
-        c = masks.causal(L, S, device=device)
-        if mask is None:
-            mask = c
-        elif mask.dtype == torch.bool:
-            mask = mask & c
-        else:
-            mask = mask + masks.to_additive(c, dtype)
+        mask = masks.restrict(mask, masks.causal(L, S, offset=S - L, device=device))
     return mask
 
 
@@ -87,20 +82,13 @@ def explicit_attention(
     Returns ``(output, weights)`` with shapes ``(..., L, Ev)`` and ``(..., L, S)``.
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale  # (..., L, S)
-    if mask is not None:
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        else:
-            scores = scores + mask
-    # Softmax in float32 for float16/bfloat16 inputs: exp() of large scores is where half
-    # precision loses the most. float32 and float64 keep their own precision.
-    low = scores.dtype in (torch.float16, torch.bfloat16)
-    weights = torch.softmax(scores.float() if low else scores, dim=-1)  # (..., L, S)
-    if mask is not None:
-        # A row with no allowed key is 0/0 = NaN after softmax; define its output as zeros.
-        weights = weights.masked_fill(masks.fully_masked_rows(mask), 0.0)
-    weights = weights.to(q.dtype)
+    if q.dtype in (torch.float16, torch.bfloat16):
+        # Scores of half-precision inputs are formed in float32, as PyTorch's kernels accumulate
+        # them: q @ kᵀ overflows float16 (largest value 65504) long before the softmax would mind.
+        q, k = q.float(), k.float()
+    scores = (q * scale) @ k.transpose(-2, -1)  # (..., L, S): scaling q first keeps products small
+    # Masked softmax: blocked pairs get weight 0; a row with no allowed key gives zeros, not NaN.
+    weights = masks.masked_softmax(scores, mask).to(v.dtype)  # (..., L, S)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
     return weights @ v, weights  # (..., L, Ev), (..., L, S)
@@ -126,7 +114,14 @@ def scaled_dot_product_attention(
         mask: bool ``(..., L, S)`` with ``True`` where query ``i`` may attend key ``j``, or a
             floating mask added to the scores (``0`` keep, ``-inf`` remove). Broadcasts to
             ``(..., L, S)``.
-        is_causal: also block keys after each query (top-left aligned, as PyTorch does).
+        is_causal: also block keys after each query, with the triangle aligned to the
+            **bottom-right** corner: the ``L`` queries are the last ``L`` of the ``S`` positions,
+            so query ``i`` may attend key ``j`` when ``j <= i + S - L`` (``masks.causal(L, S,
+            offset=S - L)``). This is the one meaning of ``is_causal`` in ``attn``; it is what a
+            query block decoded after ``S - L`` cached keys needs. For ``L == S`` it is the usual
+            lower triangle, equal to PyTorch's. For ``L != S`` PyTorch's ``is_causal`` aligns
+            top-left (``j <= i``); pass ``mask=masks.causal(L, S)`` for that. With ``L > S``
+            the first ``L - S`` queries see no key and get zeros.
         scale: multiplies the scores; default ``1 / sqrt(E)``.
         dropout_p: dropout on the attention weights (pass ``0.0`` at evaluation).
         return_weights: also return the weights; this uses the explicit path.
@@ -141,12 +136,12 @@ def scaled_dot_product_attention(
     L, S, batch = _validate(q, k, v)
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
-    if not return_weights and mask is None:
+    if not return_weights and mask is None and (not is_causal or L == S):
         # PyTorch's fused kernels (flash / memory-efficient / math) give the same result without
         # materialising the weights, and with is_causal they skip the blocked half of the work.
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     mask = prepare_mask(mask, is_causal, L, S, batch, q.dtype, q.device)
     if return_weights:
         return explicit_attention(q, k, v, mask, scale, dropout_p)
-    # Fully masked rows come out of PyTorch's kernels as zeros already (tested).
+    # Fully masked rows come out of PyTorch's kernels as zeros already, with finite gradients (tested).
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, scale=scale)

@@ -7,6 +7,10 @@ Other conventions readers meet are converted at the border:
 - ``nn.MultiheadAttention``'s ``key_padding_mask`` is ``True`` where a key must be *ignored*:
   :func:`from_key_padding_mask`;
 - additive masks hold ``0`` (keep) and ``-inf`` (remove): :func:`to_additive` and :func:`from_additive`.
+
+The mask algebra lives here and nowhere else: :func:`combine` intersects boolean masks,
+:func:`restrict` blocks pairs in a boolean *or* additive mask, :func:`add_bias` adds a score bias,
+and :func:`masked_softmax` is the one softmax every attention in the package calls.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import torch
 from attn import _checks
 
 __all__ = [
+    "add_bias",
     "bigbird",
     "causal",
     "combine",
@@ -27,8 +32,10 @@ __all__ = [
     "from_key_padding_mask",
     "fully_masked_rows",
     "local_global",
+    "masked_softmax",
     "padding",
     "prefix_lm",
+    "restrict",
     "seeded_uniform",
     "sliding_window",
     "to_additive",
@@ -57,7 +64,8 @@ def causal(L: int, S: int | None = None, *, offset: int = 0, device=None) -> tor
         L: number of queries. S: number of keys (default ``L``).
         offset: ``0`` aligns the top-left corner, as ``is_causal=True`` in PyTorch does;
             ``S - L`` aligns the bottom-right corner, which is what a decoder with ``S - L`` cached
-            keys needs (query ``i`` sits at absolute position ``S - L + i``).
+            keys needs (query ``i`` sits at absolute position ``S - L + i``) and what
+            ``is_causal=True`` means everywhere in ``attn``. The two agree when ``L == S``.
 
     Returns:
         bool tensor of shape ``(L, S)``.
@@ -132,8 +140,9 @@ def local_global(L: int, S: int | None = None, *, window: int, global_tokens: Se
 def seeded_uniform(seed: int):
     """A tiny portable random stream (mulberry32) giving floats in ``[0, 1)``.
 
-    The widgets' JavaScript implements the same 32-bit arithmetic, so a seed gives the same
-    numbers in Python and in the browser (``torch.Generator`` cannot be reproduced there).
+    Its 32-bit integer arithmetic is specified in full, so any language can reproduce a seed's
+    numbers exactly (``torch.Generator``'s stream is defined by PyTorch alone): a :func:`bigbird`
+    pattern can be rebuilt anywhere from its seed.
     """
     M = 0xFFFFFFFF
     a = int(seed) & M
@@ -156,7 +165,7 @@ def bigbird(
     """BigBird-style: window + global tokens + ``num_random`` random keys per query (seeded).
 
     Query ``i`` (in order) draws its keys by a partial Fisher-Yates shuffle of ``0 .. S-1`` driven
-    by :func:`seeded_uniform`, so the browser widgets draw exactly the same pattern.
+    by :func:`seeded_uniform`, so a seed gives one pattern wherever it is rebuilt.
     """
     keep = local_global(L, S, window=window, global_tokens=global_tokens)
     if not isinstance(num_random, int) or num_random < 0:
@@ -194,8 +203,81 @@ def combine(*masks: torch.Tensor | None) -> torch.Tensor | None:
         if not isinstance(m, torch.Tensor) or m.dtype != torch.bool:
             got = m.dtype if isinstance(m, torch.Tensor) else type(m).__name__
             raise TypeError(f"combine() takes boolean masks (True = may attend); argument {n} is {got}")
+        if out is not None:
+            try:
+                torch.broadcast_shapes(out.shape, m.shape)
+            except RuntimeError:
+                raise ValueError(
+                    f"combine() got masks of shapes {_checks.fmt(out.shape)} and {_checks.fmt(m.shape)}, which do "
+                    f"not broadcast (argument {n} against the ones before it): each must be (L, S), (B, L, S) "
+                    "or broadcast to one of them"
+                ) from None
         out = m if out is None else out & m
     return out
+
+
+def restrict(mask: torch.Tensor | None, allowed: torch.Tensor) -> torch.Tensor:
+    """Block in ``mask`` every pair that the boolean ``allowed`` blocks; the result keeps ``mask``'s form.
+
+    Args:
+        mask: ``None``, a boolean mask (``True`` = may attend) or an additive one (``0``/``-inf``,
+            or any score bias).
+        allowed: boolean, broadcasting with ``mask``.
+
+    Returns:
+        ``allowed`` if ``mask`` is ``None``; ``mask & allowed`` for a boolean mask; for an additive
+        mask, ``mask`` with ``-inf`` wherever ``allowed`` is ``False``.
+    """
+    _checks.tensor("allowed", allowed)
+    if allowed.dtype != torch.bool:
+        raise TypeError(f"allowed must be bool (True = may attend), got dtype {allowed.dtype}")
+    if mask is None:
+        return allowed
+    if mask.dtype == torch.bool:
+        return mask & allowed
+    return mask.masked_fill(~allowed, float("-inf"))
+
+
+def add_bias(mask: torch.Tensor | None, bias: torch.Tensor) -> torch.Tensor:
+    """Add a floating score bias (ALiBi, T5, ...) to a mask; the result is additive.
+
+    A boolean ``mask`` becomes ``-inf`` where it blocks; an additive one is added; ``None`` gives
+    ``bias``. Shapes broadcast.
+    """
+    _checks.tensor("bias", bias)
+    _checks.floating("bias", bias)
+    if mask is None:
+        return bias
+    if mask.dtype == torch.bool:
+        return bias.masked_fill(~mask, float("-inf"))
+    return mask + bias
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``softmax(scores + mask)`` over the last dimension (the keys), safe for rows with no key.
+
+    A row whose keys are all blocked would be ``0 / 0 = NaN``; its weights are defined as zeros,
+    and it passes zero gradient back (not NaN) to the scores and to an additive mask or bias.
+    float16/bfloat16 scores are normalised in float32 (``exp`` of large scores is where half
+    precision loses most) and returned in their own dtype.
+
+    Args:
+        scores: ``(..., L, S)``.
+        mask: ``None``, boolean (``True`` = may attend) or additive, broadcasting to ``scores``.
+
+    Returns:
+        weights of the shape and dtype of ``scores``; each row sums to one or is all zeros.
+    """
+    dtype = scores.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        scores = scores.float()
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask
+    empty = (scores == float("-inf")).all(dim=-1, keepdim=True)  # (..., L, 1): no key left
+    # Softmax a row of zeros instead of a row of -inf, then zero it: masked_fill sends no gradient
+    # through the entries it replaces, so the NaN of 0/0 never reaches backward.
+    weights = torch.softmax(scores.masked_fill(empty, 0.0), dim=-1)  # (..., L, S)
+    return weights.masked_fill(empty, 0.0).to(dtype)
 
 
 def from_key_padding_mask(key_padding_mask: torch.Tensor) -> torch.Tensor:

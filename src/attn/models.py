@@ -14,6 +14,7 @@ import math
 import torch
 from torch import nn
 
+from attn import _checks
 from attn import positional as pos
 from attn.attention import KVCache
 from attn.blocks import Decoder, EncoderLayer, Transformer
@@ -79,6 +80,7 @@ class TokenModel(nn.Module):
                 caches: list[KVCache] | None = None) -> torch.Tensor:
         """``tokens`` ``(B, L)``; ``key_mask`` ``(B, L)`` True = real token; ``mask`` overrides the
         causal mask (e.g. to show what a wrong mask does); ``caches`` one :class:`KVCache` per layer."""
+        self._check_tokens(tokens)
         offset = len(caches[0]) if caches else 0
         x = self.embed(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         if self.pos_input is not None:
@@ -88,6 +90,16 @@ class TokenModel(nn.Module):
             x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=caches[i] if caches else None)
         return self.head(self.norm(x))  # (B, L, V)
 
+    def _check_tokens(self, tokens) -> None:
+        _checks.tensor("tokens", tokens)
+        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
+            raise TypeError(f"tokens must be integer token ids, got dtype {tokens.dtype}")
+        V = self.embed.num_embeddings
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= V):
+            raise ValueError(
+                f"tokens must lie in [0, vocab_size={V}), got ids from {int(tokens.min())} to {int(tokens.max())}"
+            )
+
     def new_caches(self) -> list[KVCache]:
         return [KVCache() for _ in self.layers]
 
@@ -96,6 +108,9 @@ class TokenModel(nn.Module):
         """Greedy continuation of ``prompt`` ``(B, P)`` by ``n_new`` tokens -> ``(B, P + n_new)``."""
         if not self.causal:
             raise ValueError("generate() needs a causal model (TokenModel(..., causal=True))")
+        if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
+            raise ValueError(f"n_new must be a non-negative integer, got {n_new!r}")
+        self._check_tokens(prompt)
         if prompt.shape[1] + n_new > self.max_len and self.pos_input is not None:
             raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds max_len {self.max_len}")
         out = prompt

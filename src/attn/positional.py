@@ -52,6 +52,7 @@ def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> torch
     """The table ``PE`` of shape ``(max_len, d_model)``; even columns sin, odd columns cos."""
     if max_len < 1 or d_model < 1:
         raise ValueError(f"max_len and d_model must be positive, got max_len={max_len}, d_model={d_model}")
+    _positive_base(base)
     pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
     angle = pos / base ** (two_i / d_model)  # (max_len, ceil(d/2))
@@ -89,6 +90,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """``x``: ``(B, L, D)`` or ``(L, D)``. Returns the same shape."""
         _checks.tensor("x", x, min_dim=2)
+        _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_model, "d_model of the positional encoding")
         L = x.shape[-2]
         if offset + L > self.max_len:
@@ -100,6 +102,14 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}"
+
+
+def _positive_base(base) -> None:
+    """The wavelength base of sinusoidal tables and RoPE: ``base ** (-2i/d)`` needs ``base > 0``."""
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 0:
+        raise ValueError(
+            f"base must be a positive number (the wavelength base, 10000 in the paper), got {base!r}"
+        )
 
 
 def _positive_int(name: str, value) -> None:
@@ -162,6 +172,10 @@ class LearnedPositionalEncoding(nn.Module):
         _positive_int("max_len", max_len)
         self.d_model, self.max_len = d_model, max_len
         self.embedding = nn.Embedding(max_len, d_model)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the table from N(0, 0.02²) (also what a stack's independent copies redraw)."""
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def encoding(self, L: int, offset: int = 0) -> torch.Tensor:
@@ -180,6 +194,7 @@ class LearnedPositionalEncoding(nn.Module):
         Returns: ``x + P[offset : offset + L]``, the shape of ``x``.
         """
         _checks.tensor("x", x, min_dim=2)
+        _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_model, "d_model of the positional encoding")
         return x + self.encoding(x.shape[-2], offset).to(x.dtype)
 
@@ -242,6 +257,7 @@ class Sinusoidal2DPositionalEncoding(nn.Module):
         Returns: ``x + PE[offset : offset + L]``, the shape of ``x``.
         """
         _checks.tensor("x", x, min_dim=2)
+        _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_model, "d_model of the positional encoding")
         _offset("offset", offset)
         L, n = x.shape[-2], self.height * self.width
@@ -293,6 +309,12 @@ class ShawRelativePositionalBias(nn.Module):
         self.d_head, self.num_heads, self.max_distance = d_head, num_heads, max_distance
         shape = (2 * max_distance + 1, d_head) if num_heads is None else (num_heads, 2 * max_distance + 1, d_head)
         self.vectors = nn.Parameter(torch.randn(shape) * 0.02)  # row k + r holds w_r
+
+    @torch.no_grad()
+    def reset_parameters(self) -> None:
+        """Redraw the vectors from N(0, 0.02²), as at construction (what a stack's copies do)."""
+        v = self.vectors
+        v.copy_(torch.randn(v.shape, dtype=v.dtype, device=v.device) * 0.02)
 
     def index(self, L: int, S: int, q_offset: int = 0, device=None) -> torch.Tensor:
         """Row of ``vectors`` for each (query, key) pair: ``clip(j - i, -k, k) + k``, ``(L, S)`` long."""
@@ -406,6 +428,10 @@ class T5RelativePositionBias(nn.Module):
         self.num_heads, self.num_buckets = num_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
         self.embedding = nn.Embedding(num_buckets, num_heads)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the table from N(0, 0.02²) (also what a stack's independent copies redraw)."""
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def buckets(self, L: int, S: int, q_offset: int = 0, device=None) -> torch.Tensor:
@@ -524,6 +550,7 @@ class RotaryPositionalEncoding(nn.Module):
         _positive_int("d_head", d_head)
         if d_head % 2:
             raise ValueError(f"RoPE rotates pairs of dimensions, so d_head must be even, got d_head={d_head}")
+        _positive_base(base)
         self.d_head, self.base = d_head, base
 
     def angles(self, N: int, offset: int = 0, device=None) -> torch.Tensor:

@@ -28,11 +28,21 @@ def _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlab
     if title:
         ax.set_title(title)
     if annotate:
-        mid = (np.nanmax(m) + np.nanmin(m)) / 2 if m.size else 0
         for (i, j), val in np.ndenumerate(m):
             ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=7,
-                    color="white" if val > mid else "black")
+                    color=_ink_for(im.cmap(im.norm(val))))
     return im
+
+
+def _ink_for(rgba) -> str:
+    """Black or white text, whichever contrasts more with a cell of colour ``rgba`` (WCAG 2).
+
+    The cell's relative luminance ``Y`` (linearised sRGB) decides: black gives the contrast ratio
+    ``(Y + 0.05) / 0.05``, white ``1.05 / (Y + 0.05)``; black wins above ``Y ≈ 0.18``.
+    """
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    Y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return "black" if (Y + 0.05) / 0.05 >= 1.05 / (Y + 0.05) else "white"
 
 
 def heatmap(
@@ -82,6 +92,10 @@ def heatmaps(
     if ms.ndim != 3:
         raise ValueError(f"matrices must be 3-D (N, L, S), got shape {ms.shape}")
     n = ms.shape[0]
+    if n == 0:
+        raise ValueError(f"matrices holds no maps (shape {tuple(ms.shape)}); need at least one (N, L, S) with N >= 1")
+    if titles is not None and len(titles) < n:
+        raise ValueError(f"titles has {len(titles)} entries but matrices holds {n} maps: give one title per map")
     ncols = min(n, 4) if ncols is None else ncols
     nrows = -(-n // ncols)
     vmax = float(np.nanmax(ms)) if vmax is None else vmax

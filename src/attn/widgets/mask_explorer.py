@@ -229,9 +229,7 @@ class MaskExplorer(anywidget.AnyWidget):
 
     def weights(self) -> torch.Tensor:
         """Masked softmax of :meth:`score_matrix`, float64 ``(L, S)``; fully masked rows are zeros, not NaN."""
-        m, s = self.mask(), self.score_matrix()
-        w = torch.softmax(s.masked_fill(~m, float("-inf")), dim=-1)  # (L, S); NaN on empty rows
-        return torch.where(m.any(dim=-1, keepdim=True), w, torch.zeros_like(w))
+        return masks.masked_softmax(self.score_matrix(), self.mask())  # (L, S)
 
     def density(self) -> float:
         """Fraction of (query, key) pairs allowed."""
