@@ -58,6 +58,8 @@ def prepare_mask(
     ``is_causal`` is the bottom-right aligned triangle ``masks.causal(L, S, offset=S - L)``: the
     ``L`` queries are the last ``L`` of the ``S`` positions. Combined with a boolean mask both must
     allow a pair; an additive mask gets ``-inf`` where the triangle blocks.
+
+    Shape: ``mask`` broadcasts to ``batch + (L, S)``, e.g. ``(B, H, L, S)``; the result too.
     """
     if mask is not None:
         _checks.mask("mask", mask, (*batch, L, S))
@@ -131,7 +133,8 @@ def scaled_dot_product_attention(
         A query whose keys are all masked gets zeros (not NaN), in every floating dtype.
 
     Raises:
-        TypeError / ValueError naming the argument and the shapes when inputs do not fit.
+        TypeError: an input that is not a floating tensor, or a mask of the wrong dtype.
+        ValueError: shapes that do not fit; the message names the argument and the shapes.
     """
     L, S, batch = _validate(q, k, v)
     if not 0.0 <= dropout_p < 1.0:

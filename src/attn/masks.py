@@ -108,7 +108,10 @@ def cross_padding(src_lengths, L: int, S: int | None = None) -> torch.Tensor:
 
 
 def sliding_window(L: int, S: int | None = None, *, window: int, causal: bool = False) -> torch.Tensor:
-    """Local attention: ``|i - j| < window`` (or ``0 <= i - j < window`` when ``causal``)."""
+    """Local attention: ``|i - j| < window`` (or ``0 <= i - j < window`` when ``causal``).
+
+    Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
+    """
     _positive("window", window)
     i, j = _grid(L, S)
     d = i - j
@@ -116,7 +119,10 @@ def sliding_window(L: int, S: int | None = None, *, window: int, causal: bool = 
 
 
 def dilated(L: int, S: int | None = None, *, window: int, dilation: int, causal: bool = False) -> torch.Tensor:
-    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``."""
+    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``.
+
+    Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
+    """
     _positive("window", window)
     _positive("dilation", dilation)
     i, j = _grid(L, S)
@@ -126,7 +132,10 @@ def dilated(L: int, S: int | None = None, *, window: int, dilation: int, causal:
 
 
 def local_global(L: int, S: int | None = None, *, window: int, global_tokens: Sequence[int] = (0,)) -> torch.Tensor:
-    """Longformer-style: a sliding window, plus global tokens that see and are seen by everyone."""
+    """Longformer-style: a sliding window, plus global tokens that see and are seen by everyone.
+
+    Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
+    """
     keep = sliding_window(L, S, window=window)
     S_ = keep.shape[1]
     for g in global_tokens:
@@ -166,6 +175,8 @@ def bigbird(
 
     Query ``i`` (in order) draws its keys by a partial Fisher-Yates shuffle of ``0 .. S-1`` driven
     by :func:`seeded_uniform`, so a seed gives one pattern wherever it is rebuilt.
+
+    Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
     """
     keep = local_global(L, S, window=window, global_tokens=global_tokens)
     if not isinstance(num_random, int) or num_random < 0:
@@ -183,7 +194,10 @@ def bigbird(
 
 def prefix_lm(L: int, prefix: int) -> torch.Tensor:
     """Prefix LM (as in T5's and UniLM's prefix mode): the first ``prefix`` tokens see each other
-    in full; the rest is causal."""
+    in full; the rest is causal.
+
+    Returns a boolean ``(L, L)`` mask, ``True`` = may attend.
+    """
     if not 0 <= prefix <= L:
         raise ValueError(f"prefix must lie in [0, L={L}], got {prefix}")
     keep = causal(L)
@@ -227,6 +241,8 @@ def restrict(mask: torch.Tensor | None, allowed: torch.Tensor) -> torch.Tensor:
     Returns:
         ``allowed`` if ``mask`` is ``None``; ``mask & allowed`` for a boolean mask; for an additive
         mask, ``mask`` with ``-inf`` wherever ``allowed`` is ``False``.
+
+    Shape: ``mask`` and ``allowed`` broadcast, e.g. ``(B, 1, L, S)`` with ``(L, S)``.
     """
     _checks.tensor("allowed", allowed)
     if allowed.dtype != torch.bool:
@@ -243,6 +259,8 @@ def add_bias(mask: torch.Tensor | None, bias: torch.Tensor) -> torch.Tensor:
 
     A boolean ``mask`` becomes ``-inf`` where it blocks; an additive one is added; ``None`` gives
     ``bias``. Shapes broadcast.
+
+    Shape: ``mask`` and ``bias`` broadcast, e.g. ``(B, H, L, S)`` with ``(H, L, S)``.
     """
     _checks.tensor("bias", bias)
     _checks.floating("bias", bias)
@@ -296,6 +314,8 @@ def to_additive(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
 
     ``-inf`` is exact in every floating dtype; a large negative constant such as ``-1e9`` is not
     (it overflows to ``-inf`` in float16 and stops being "large" next to big scores).
+
+    Shape: same as ``mask`` (any ``(..., L, S)``).
     """
     _checks.tensor("mask", mask)
     if mask.dtype != torch.bool:
@@ -307,7 +327,10 @@ def to_additive(mask: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch
 
 
 def from_additive(mask: torch.Tensor) -> torch.Tensor:
-    """Additive mask -> boolean: a pair is allowed unless its additive value is ``-inf``."""
+    """Additive mask -> boolean: a pair is allowed unless its additive value is ``-inf``.
+
+    Shape: same as ``mask`` (any ``(..., L, S)``).
+    """
     _checks.tensor("mask", mask)
     _checks.floating("mask", mask)
     return mask != float("-inf")
@@ -317,6 +340,8 @@ def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     """``True`` for query rows that may attend to no key at all; shape ``mask.shape[:-1] + (1,)``.
 
     Works for boolean and additive masks.
+
+    Shape: ``(..., L, S)`` in, ``(..., L, 1)`` out.
     """
     allowed = mask if mask.dtype == torch.bool else mask != float("-inf")
     return ~allowed.any(dim=-1, keepdim=True)

@@ -373,6 +373,9 @@ def t5_bucket(
 
     Returns:
         long tensor of bucket ids in ``0 .. num_buckets - 1``, the shape of ``relative_position``.
+
+    Shape: ``relative_position`` of any shape, typically ``(L, S)``; the bucket ids (long) have
+    the same shape.
     """
     _checks.tensor("relative_position", relative_position, min_dim=0)
     if relative_position.is_floating_point() or relative_position.is_complex():

@@ -35,6 +35,8 @@ def train(
         batch: ``step -> batch`` (make it deterministic, e.g. seeded by the step).
         loss_fn: ``(model, batch) -> scalar loss``.
         progress: show a tqdm bar (default: unless :func:`quiet`).
+
+    Shape: whatever ``model`` and ``loss_fn`` agree on; ``loss_fn`` returns a scalar ``()``.
     """
     torch.manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
