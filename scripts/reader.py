@@ -122,7 +122,7 @@ def literalinclude(arg: str, opts: dict[str, str], base: pathlib.Path) -> str:
         if opts["pyobject"] not in tags:
             raise ReaderError(f"literalinclude: {opts['pyobject']} not found in {arg}")
         _, start, end = tags[opts["pyobject"]]
-        lines = lines[start - 1 : end - 1]
+        lines = lines[start - 1 : end]  # as Sphinx does
     if "lines" in opts:
         picked = []
         for part in opts["lines"].split(","):
