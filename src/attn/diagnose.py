@@ -56,6 +56,14 @@ class Finding:
     def status(self) -> str:
         return {True: "ok", False: "FAIL", None: "info"}[self.passed]
 
+    def __repr__(self) -> str:
+        lines = [f"{self.status}  {self.name}: {self.value}"]
+        if self.passed is not True:
+            lines.append(f"  why: {self.explanation}")
+            if self.fix:
+                lines.append(f"  fix: {self.fix}")
+        return "\n".join(lines)
+
 
 class Report:
     """The findings of :func:`check`; ``bool(report)`` is true when no finding failed."""
