@@ -3,14 +3,16 @@ fails on each bug of the zoo (attn.bugs) it is meant to catch; bad callables giv
 not a crash; the report renders deterministically. The zoo's reference layer is itself checked
 against attn.MultiHeadAttention, and the causal chapter's small models are reused, not rebuilt."""
 
+import math
+
 import pytest
 import torch
+from test_causal_chapter import POSITIONALS, lm  # the causal chapter's models, reused
 from torch import nn
 from torch.testing import assert_close
 
 import attn
 from attn import bugs, diagnose, masks
-from test_causal_chapter import POSITIONALS, lm  # the causal chapter's models, reused
 
 D, H = 32, 4
 
@@ -259,3 +261,25 @@ def test_stale_training_mask_is_right_at_the_training_length_only():
     assert (torch.triu(full, 1) == 0).all()
     leaks = torch.triu(short, 1) > 0  # (L, L): query i reads a later token j
     assert torch.equal(leaks, masks.causal(5, offset=8 - 5) & ~masks.causal(5))
+
+
+def test_nan_gradients_behind_finite_outputs_are_caught():
+    """With an additive mask, zeroing a fully masked row after the softmax hides the NaN in the
+    forward pass only: the backward pass through softmax over all -inf is still NaN. (With
+    masked_fill the gradient of the blocked scores is cut to zero, and the NaN never arrives.)"""
+    torch.manual_seed(0)
+    proj = nn.Linear(D, 3 * D)
+
+    def hides_nan(x, key_mask):
+        q, k, v = proj(x).chunk(3, -1)  # (B, L, D) each
+        s = q @ k.transpose(-2, -1) / math.sqrt(D)  # (B, L, S)
+        if key_mask is not None:
+            s = s + masks.to_additive(key_mask[:, None, :])  # 0 / -inf
+        w = torch.softmax(s, -1)
+        if key_mask is not None:
+            w = w.masked_fill(~key_mask.any(-1)[:, None, None], 0.0)  # forward looks fine
+        return w @ v
+
+    finding = diagnose.check(hides_nan, d_model=D)["fully masked rows"]
+    assert finding.passed is False
+    assert finding.value == "non-finite: 0 of 512 outputs, 256 of 512 input gradients"
