@@ -104,6 +104,8 @@ class Reference(nn.Module):
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None,
                 memory: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` ``(B, L, D)``; ``key_mask`` ``(B, S)``, True = real token; ``memory`` ``(B, S, D)``
+        for cross-attention (keys and values), else ``None``. Returns ``(B, L, D)``."""
         x = self.add_positions(x)  # (B, L, D)
         q, k, v = (self.split_heads(t) for t in self.project(x, memory))  # (B, H, L|S, E)
         L, S = q.shape[-2], k.shape[-2]
