@@ -27,7 +27,7 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 """
 
-from attn import blocks, data, functional, masks, models, notebook, positional, train, viz
+from attn import blocks, data, diagnose, exercises, functional, masks, models, notebook, positional, train, viz
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import (
@@ -71,6 +71,8 @@ __all__ = [
     "T5RelativePositionBias",
     "blocks",
     "data",
+    "exercises",
+    "diagnose",
     "models",
     "notebook",
     "train",
