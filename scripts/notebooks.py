@@ -3,9 +3,13 @@
     python scripts/notebooks.py execute [book/x.ipynb ...]   # all chapters in _toc.yml by default
     python scripts/notebooks.py setup-cells                  # only rewrite the first cells
     python scripts/notebooks.py reader                       # only rewrite the reader editions
+    python scripts/notebooks.py figures                      # only write captions and alt text
 
 `execute` also rewrites the reader editions of the chapters it ran (reader/book/*.ipynb, see
 scripts/reader.py): the notebooks that Colab, Binder and the site's download button open.
+Captions and alt text of the figures live in book/figures.yml, keyed by chapter and cell id;
+`execute`, `figures` and `reader` write them into the cells' metadata (mystnb.figure.caption,
+mystnb.image.alt), which the site renders as <figcaption> and <img alt>.
 
 Execution is deterministic (chapters seed everything), runs in book/ with this environment's
 kernel, keeps widget state (so widgets render in the static site) and normalises widget model ids
@@ -90,6 +94,43 @@ def write_setup_cell(nb) -> bool:
     return True
 
 
+FIGURES = ROOT / "book" / "figures.yml"
+
+
+def figure_texts() -> dict[str, dict[str, dict[str, str]]]:
+    """book/figures.yml: chapter -> cell id -> {"caption": ..., "alt": ...}."""
+    return yaml.safe_load(FIGURES.read_text()) or {}
+
+
+def figure_cells(nb) -> list:
+    """The code cells that draw a figure (an image output)."""
+    return [c for c in nb.cells if c.cell_type == "code"
+            and any("image/png" in o.get("data", {}) or "image/svg+xml" in o.get("data", {}) for o in c.get("outputs", []))]
+
+
+def write_figure_texts(nb, name: str) -> bool:
+    """Put each figure's caption and alt text from book/figures.yml into its cell's metadata."""
+    texts = figure_texts().get(name, {})
+    changed = False
+    for cell in nb.cells:
+        entry = texts.get(cell.get("id"))
+        mystnb = cell.metadata.get("mystnb", {})
+        want = dict(mystnb)
+        if entry:
+            want["figure"] = {"caption": entry["caption"].strip()}
+            want["image"] = {"alt": entry["alt"].strip()}
+        else:
+            want.pop("figure", None)
+            want.pop("image", None)
+        if want != mystnb:
+            if want:
+                cell.metadata["mystnb"] = want
+            else:
+                cell.metadata.pop("mystnb", None)
+            changed = True
+    return changed
+
+
 def _stable_widget_ids(nb, name: str):
     """Replace the kernel's random widget model ids by ids derived from the notebook's name and
     the order in which the models were created, so re-execution does not churn the file."""
@@ -112,6 +153,7 @@ def execute(paths: list[pathlib.Path]) -> None:
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         write_setup_cell(nb)
+        write_figure_texts(nb, path.stem)
         start = time.perf_counter()
         client = NotebookClient(
             nb,
@@ -128,20 +170,28 @@ def execute(paths: list[pathlib.Path]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"execute", "setup-cells", "reader"}:
+    if not argv or argv[0] not in {"execute", "setup-cells", "reader", "figures"}:
         print(__doc__)
         return 2
     paths = [ROOT / p if not pathlib.Path(p).is_absolute() else pathlib.Path(p) for p in argv[1:]] or chapters()
-    if argv[0] == "setup-cells":
+    if argv[0] in {"setup-cells", "figures"}:
         import nbformat
 
+        write = write_setup_cell if argv[0] == "setup-cells" else (lambda nb, p: write_figure_texts(nb, p.stem))
         for path in paths:
             nb = nbformat.read(path, as_version=4)
-            if write_setup_cell(nb):
+            if (write(nb) if argv[0] == "setup-cells" else write(nb, path)):
                 nbformat.write(nb, path)
         return 0
     if argv[0] == "execute":
         execute(paths)
+    else:  # reader: the captions first, so the editions carry them
+        import nbformat
+
+        for path in paths:
+            nb = nbformat.read(path, as_version=4)
+            if write_figure_texts(nb, path.stem):
+                nbformat.write(nb, path)
     import reader
 
     for path in reader.write_all(paths, repository()[0], {p.stem for p in chapters()}):

@@ -268,8 +268,13 @@ def reader_edition(path: pathlib.Path, *, citations: Citations, chapters: set[st
         elif cell.cell_type == "code":
             cell.outputs = [o for o in cell.get("outputs", []) if not _is_glue_record(o)]
         cell.pop("id", None)
-    header = nbformat.v4.new_markdown_cell(header_cell_source(path.stem, repo_url))
-    new.cells.insert(0, header)
+    cells = [nbformat.v4.new_markdown_cell(header_cell_source(path.stem, repo_url))]
+    for cell in new.cells:  # a figure's caption goes right under it, as on the site
+        cells.append(cell)
+        caption = cell.metadata.get("mystnb", {}).get("figure", {}).get("caption")
+        if cell.cell_type == "code" and caption:
+            cells.append(nbformat.v4.new_markdown_cell(f"*Figure: {convert_markdown(caption, ctx)}*"))
+    new.cells = cells
     for i, cell in enumerate(new.cells):  # ids from the position: deterministic
         cell["id"] = f"reader-{i:03d}"
     if not _has_widget_views(new):
