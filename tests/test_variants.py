@@ -272,3 +272,45 @@ def test_comparison_table_is_read_from_the_four_classes():
         bib = f.read()
     for cls in (BERT, GPT, T5, ViT):
         assert "{" + cls.CARD["paper"] + "," in bib
+
+
+# --- the chapter's objectives, baselines and checkpoints (attn.pretraining) ---------------------
+
+from attn import pretraining  # noqa: E402
+
+
+def test_mlm_mask_chooses_15_percent_and_splits_them_80_10_10():
+    x = torch.randint(3, 40, (200, 500), generator=torch.Generator().manual_seed(0))
+    inputs, targets = pretraining.mlm_mask(x, 40, 40, generator=torch.Generator().manual_seed(1))
+    chosen = targets != -100
+    assert abs(chosen.float().mean().item() - 0.15) < 0.005
+    assert torch.equal(targets[chosen], x[chosen]) and torch.equal(inputs[~chosen], x[~chosen])
+    masked = (inputs[chosen] == 40).float().mean().item()
+    kept = (inputs[chosen] == x[chosen]).float().mean().item()  # 10% kept, plus random draws that hit x
+    assert abs(masked - 0.8) < 0.01
+    assert abs(kept - (0.1 + 0.1 / 37)) < 0.01
+    assert inputs.min() >= 3
+
+
+def test_char_baselines_are_the_smoothed_unigram_and_bigram_cross_entropies():
+    got = pretraining.char_baselines(torch.tensor([0, 1, 0, 1]), torch.tensor([0, 1]), 2)
+    assert got["unigram"] == pytest.approx(torch.log(torch.tensor(2.0)).item())  # counts 2+1, 2+1
+    assert got["bigram"] == pytest.approx(-torch.log(torch.tensor(0.75)).item())  # row 0: (1 + 0, 1 + 2) / 4
+
+
+def test_date_batch_shifts_the_target_by_one_and_ignores_padding():
+    vocab = pretraining.date_vocab()
+    src, tin, tout = pretraining.date_batch([("1 May 2000", "2000-05-01"), ("29 November 2026", "2026-11-29")], vocab)
+    assert tin[:, 0].eq(vocab.BOS).all()
+    assert torch.equal(tin[:, 1:], tout[:, :-1])
+    assert vocab.decode(tout[0]) == "2000-05-01" and vocab.decode(src[1]) == "29 November 2026"
+    assert src[0, -1] == vocab.PAD
+
+
+@pytest.mark.parametrize("name", sorted(pretraining.RECIPES))
+def test_committed_checkpoints_load_into_their_recipes_with_their_logs(name):
+    model, log = pretraining.load(name)
+    assert log["parameters"] == sum(p.numel() for p in model.parameters())
+    assert log["recipe"]["steps"] == len(log["losses"]) == pretraining.RECIPES[name].steps
+    assert sum(log["losses"][-50:]) < 0.5 * sum(log["losses"][:50])
+    assert not model.training
