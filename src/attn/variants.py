@@ -1,0 +1,643 @@
+"""The four model families people load: BERT, GPT, T5 and ViT, built from :mod:`attn`'s own pieces.
+
+Every attention here is :class:`attn.MultiHeadAttention`; BERT, GPT and ViT stack
+:class:`attn.blocks.EncoderLayer`; T5 adds RMSNorm and bias-free layers around the same attention.
+Each class has ``from_hf(model)``, which copies the weights of the corresponding Hugging Face
+``transformers`` model, so the equality can be checked (tests/test_variants.py: float32, eval mode,
+to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` builds the book's
+table from the four cards). ``transformers`` is needed only by ``from_hf``.
+
+=========  ===================================  ==============================  ==============
+class      attention                            positions                       norm
+=========  ===================================  ==============================  ==============
+BERT       bidirectional self                   learned absolute + segments     post-LN
+GPT        causal self                          learned absolute                pre-LN
+T5         bidirectional self, causal, cross    relative buckets (shared bias)  pre-RMSNorm
+ViT        bidirectional self over patches      learned (or 2-D sin-cos)        pre-LN
+=========  ===================================  ==============================  ==============
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn.attention import KVCache, MultiHeadAttention
+from attn.blocks import EncoderLayer, FeedForward
+from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
+
+__all__ = ["BERT", "GPT", "T5", "ViT", "comparison", "comparison_markdown"]
+
+# Activations by the names Hugging Face configs use. "gelu" is the exact (erf) GELU; "gelu_new"
+# (GPT-2) and "gelu_pytorch_tanh" are the tanh approximation.
+_ACTS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_new": functools.partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
+
+
+def _feed_forward(d_model: int, d_ff: int, activation: str, dropout: float, bias: bool = True) -> FeedForward:
+    """An :class:`attn.blocks.FeedForward` with any activation of ``_ACTS`` and optional biases."""
+    if activation not in _ACTS:
+        raise ValueError(f"activation must be one of {sorted(_ACTS)}, got {activation!r}")
+    ff = FeedForward(d_model, d_ff, dropout=dropout)
+    ff.activation, ff._act = activation, _ACTS[activation]
+    if not bias:  # T5: no biases anywhere
+        ff.linear1.bias = None
+        ff.linear2.bias = None
+    return ff
+
+
+def _encoder_layer(d_model, num_heads, d_ff, *, activation, dropout, norm_first, eps) -> EncoderLayer:
+    layer = EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, eps=eps)
+    layer.ff = _feed_forward(d_model, d_ff, activation, dropout)
+    return layer
+
+
+# --- from_hf helpers --------------------------------------------------------------------------
+
+
+def _transformers():
+    try:
+        import transformers
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError(
+            "from_hf copies weights from a Hugging Face model and needs the package 'transformers', which is "
+            "not installed here. Install it with:  pip install transformers", name="transformers") from None
+    return transformers
+
+
+def _check_family(model, accepted: tuple[str, ...], ours: str) -> None:
+    _transformers()
+    name = type(model).__name__
+    if name not in accepted:
+        raise TypeError(f"{ours}.from_hf expects one of {', '.join(accepted)}; got {name}")
+
+
+def _require(config, option: str, ok, supported: str) -> None:
+    value = getattr(config, option, None)
+    if not (ok(value) if callable(ok) else value == ok):
+        raise ValueError(f"unsupported configuration: {option}={value!r} (attn supports {supported})")
+
+
+def _activation_name(config, option: str) -> str:
+    value = getattr(config, option)
+    if value not in _ACTS:
+        raise ValueError(f"unsupported configuration: {option}={value!r} (attn supports {sorted(_ACTS)})")
+    return value
+
+
+@torch.no_grad()
+def _copy_qkv(mha: MultiHeadAttention, q: nn.Linear, k: nn.Linear, v: nn.Linear, o: nn.Linear, *,
+              q_scale: float = 1.0) -> None:
+    """Stack separate query/key/value projections into ``mha.in_proj`` (W_q; W_k; W_v)."""
+    mha.in_proj.weight.copy_(torch.cat([q.weight * q_scale, k.weight, v.weight]))
+    mha.out_proj.weight.copy_(o.weight)
+    if mha.in_proj.bias is not None:
+        mha.in_proj.bias.copy_(torch.cat([q.bias * q_scale, k.bias, v.bias]))
+        mha.out_proj.bias.copy_(o.bias)
+
+
+@torch.no_grad()
+def _copy(dst: nn.Module, src: nn.Module) -> None:
+    dst.load_state_dict(src.state_dict())
+
+
+def _pick_layers(caches, i):
+    return caches[i] if caches is not None else None
+
+
+# --- BERT ---------------------------------------------------------------------------------------
+
+
+class BERT(nn.Module):
+    """Encoder-only (Devlin et al., 2019): bidirectional self-attention, post-LN, learned absolute
+    positions plus segment embeddings, and a masked-language-model head tied to the embeddings.
+
+    Args:
+        vocab_size, d_model, num_heads, num_layers, d_ff (default ``4 * d_model``): sizes.
+        max_len: positions in the learned table. type_vocab_size: segments (2 in BERT).
+        activation, dropout, eps: as in the paper's code (``"gelu"``, 0.1, 1e-12).
+        pooler: add the ``tanh`` pooler over the first token (``[CLS]``) that ``BertModel`` has.
+
+    Shape:
+        ``tokens`` ``(B, L)`` -> ``encode``: ``(B, L, D)``; ``forward``: MLM logits ``(B, L, V)``.
+    """
+
+    CARD = dict(family="encoder-only", attention="bidirectional self", mask="padding only",
+                positions="learned absolute + segment", norm="post-LN (LayerNorm)",
+                objective="masked-token prediction (15%, 80/10/10)", use="understanding: classify, tag, retrieve",
+                paper="devlin2019bert")
+
+    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
+                 d_ff: int | None = None, *, max_len: int = 512, type_vocab_size: int = 2, activation: str = "gelu",
+                 dropout: float = 0.0, eps: float = 1e-12, pooler: bool = False):
+        super().__init__()
+        self.d_model = d_model
+        self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        self.pos = LearnedPositionalEncoding(d_model, max_len)
+        self.segment = nn.Embedding(type_vocab_size, d_model)
+        nn.init.normal_(self.segment.weight, std=0.02)
+        self.embed_norm = nn.LayerNorm(d_model, eps=eps)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                           norm_first=False, eps=eps) for _ in range(num_layers))
+        self.pooler = nn.Linear(d_model, d_model) if pooler else None
+        # MLM head: dense + activation + LayerNorm, then the (tied) embedding matrix and a bias.
+        self.mlm_dense = nn.Linear(d_model, d_model)
+        self.mlm_act = _ACTS[activation]
+        self.mlm_norm = nn.LayerNorm(d_model, eps=eps)
+        self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        return dict(cls.CARD)
+
+    def encode(self, tokens: torch.Tensor, *, segments: torch.Tensor | None = None,
+               key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``tokens``, ``segments`` ``(B, L)``; ``key_mask`` ``(B, L)`` True = real token -> ``(B, L, D)``."""
+        segments = torch.zeros_like(tokens) if segments is None else segments
+        x = self.pos(self.embed(tokens)) + self.segment(segments)  # (B, L, D)
+        x = self.dropout(self.embed_norm(x))
+        for layer in self.layers:
+            x = layer(x, key_mask=key_mask)  # every token sees every real token
+        return x
+
+    def pool(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``tanh(W h_[CLS] + b)``: ``(B, L, D)`` -> ``(B, D)`` (needs ``pooler=True``)."""
+        if self.pooler is None:
+            raise ValueError("this BERT has no pooler: build it with pooler=True (or from a BertModel)")
+        return torch.tanh(self.pooler(hidden[:, 0]))  # (B, D)
+
+    def forward(self, tokens: torch.Tensor, *, segments: torch.Tensor | None = None,
+                key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """MLM logits ``(B, L, V)``."""
+        h = self.encode(tokens, segments=segments, key_mask=key_mask)
+        h = self.mlm_norm(self.mlm_act(self.mlm_dense(h)))  # (B, L, D)
+        return h @ self.embed.weight.T + self.mlm_bias  # (B, L, V): tied output embedding
+
+    @classmethod
+    def from_hf(cls, model) -> BERT:
+        """A copy of a ``transformers`` ``BertModel`` or ``BertForMaskedLM`` (weights included)."""
+        _check_family(model, ("BertModel", "BertForMaskedLM"), "BERT")
+        c = model.config
+        _require(c, "is_decoder", False, "encoders (is_decoder=False)")
+        _require(c, "add_cross_attention", False, "no cross-attention")
+        _require(c, "position_embedding_type", lambda v: v in (None, "absolute"), "absolute positions")
+        _require(c, "attention_probs_dropout_prob", lambda v: v == c.hidden_dropout_prob,
+                 f"one dropout rate: attention dropout equal to hidden_dropout_prob={c.hidden_dropout_prob}")
+        bert = model.bert if hasattr(model, "bert") else model
+        ours = cls(c.vocab_size, c.hidden_size, c.num_attention_heads, c.num_hidden_layers, c.intermediate_size,
+                   max_len=c.max_position_embeddings, type_vocab_size=c.type_vocab_size,
+                   activation=_activation_name(c, "hidden_act"), dropout=c.hidden_dropout_prob,
+                   eps=c.layer_norm_eps, pooler=getattr(bert, "pooler", None) is not None)
+        e = bert.embeddings
+        _copy(ours.embed, e.word_embeddings)
+        _copy(ours.pos.embedding, e.position_embeddings)
+        _copy(ours.segment, e.token_type_embeddings)
+        _copy(ours.embed_norm, e.LayerNorm)
+        for mine, theirs in zip(ours.layers, bert.encoder.layer):
+            a = theirs.attention
+            _copy_qkv(mine.self_attn, a.self.query, a.self.key, a.self.value, a.output.dense)
+            _copy(mine.norm1, a.output.LayerNorm)
+            _copy(mine.ff.linear1, theirs.intermediate.dense)
+            _copy(mine.ff.linear2, theirs.output.dense)
+            _copy(mine.norm2, theirs.output.LayerNorm)
+        if ours.pooler is not None:
+            _copy(ours.pooler, bert.pooler.dense)
+        if hasattr(model, "cls"):
+            p = model.cls.predictions
+            if p.decoder.weight.data_ptr() != e.word_embeddings.weight.data_ptr():
+                raise ValueError("unsupported configuration: an MLM decoder not tied to the word embeddings")
+            _copy(ours.mlm_dense, p.transform.dense)
+            _copy(ours.mlm_norm, p.transform.LayerNorm)
+            with torch.no_grad():
+                ours.mlm_bias.copy_(p.decoder.bias if p.decoder.bias is not None else p.bias)
+        return ours.eval()
+
+
+# --- GPT ----------------------------------------------------------------------------------------
+
+
+class GPT(nn.Module):
+    """Decoder-only (Radford et al., 2018, 2019): causal self-attention, pre-LN with a final
+    LayerNorm, learned absolute positions, output layer tied to the token embeddings, and
+    generation with the KV cache, temperature and top-k.
+
+    Shape:
+        ``tokens`` ``(B, L)`` -> logits ``(B, L, V)``.
+    """
+
+    CARD = dict(family="decoder-only", attention="causal self", mask="causal (+ padding)",
+                positions="learned absolute", norm="pre-LN (LayerNorm) + final LN",
+                objective="next-token prediction", use="generation: text, code, chat", paper="radford2019language")
+
+    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
+                 d_ff: int | None = None, *, max_len: int = 256, activation: str = "gelu_new",
+                 dropout: float = 0.0, eps: float = 1e-5):
+        super().__init__()
+        self.max_len = max_len
+        self.embed = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        self.pos = LearnedPositionalEncoding(d_model, max_len)
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                           norm_first=True, eps=eps) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.head.weight = self.embed.weight  # tied: one matrix reads tokens in and writes them out
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        return dict(cls.CARD)
+
+    def new_caches(self) -> list[KVCache]:
+        """One self-attention :class:`KVCache` per layer."""
+        return [KVCache() for _ in self.layers]
+
+    def forward(self, tokens: torch.Tensor, *, key_mask: torch.Tensor | None = None,
+                caches: list[KVCache] | None = None) -> torch.Tensor:
+        """``tokens`` ``(B, L)``; ``key_mask`` ``(B, S)`` True = real (S counts cached tokens);
+        ``caches`` from :meth:`new_caches` to decode step by step -> logits ``(B, L, V)``."""
+        past = len(caches[0]) if caches else 0
+        x = self.dropout(self.pos(self.embed(tokens), offset=past))  # (B, L, D)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, key_mask=key_mask, is_causal=True, cache=_pick_layers(caches, i))
+        return self.head(self.norm(x))  # (B, L, V)
+
+    @torch.no_grad()
+    def generate(self, prompt: torch.Tensor, n_new: int, *, temperature: float = 1.0, top_k: int | None = None,
+                 generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
+        """Continue ``prompt`` ``(B, P)`` by ``n_new`` tokens -> ``(B, P + n_new)``.
+
+        ``temperature=0`` is greedy; otherwise sample from ``softmax(logits / temperature)``,
+        restricted to the ``top_k`` most likely tokens if given. ``use_cache=False`` recomputes the
+        whole prefix every step (same tokens, more work).
+        """
+        if temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        if prompt.shape[1] + n_new > self.max_len:
+            raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds max_len {self.max_len}")
+        caches = self.new_caches() if use_cache else None
+        out, logits = prompt, self(prompt, caches=caches)[:, -1]  # (B, V)
+        for _ in range(n_new):
+            nxt = _sample(logits, temperature, top_k, generator)  # (B, 1)
+            out = torch.cat([out, nxt], dim=1)
+            logits = (self(nxt, caches=caches) if use_cache else self(out))[:, -1]
+        return out
+
+    @classmethod
+    def from_hf(cls, model) -> GPT:
+        """A copy of a ``transformers`` ``GPT2LMHeadModel`` (weights included)."""
+        _check_family(model, ("GPT2LMHeadModel",), "GPT")
+        c = model.config
+        _require(c, "scale_attn_weights", True, "scale_attn_weights=True")
+        _require(c, "scale_attn_by_inverse_layer_idx", False, "scale_attn_by_inverse_layer_idx=False")
+        _require(c, "add_cross_attention", False, "no cross-attention")
+        _require(c, "attn_pdrop", lambda v: v == c.resid_pdrop == c.embd_pdrop,
+                 f"one dropout rate: attn_pdrop = resid_pdrop = embd_pdrop (got {c.resid_pdrop}, {c.embd_pdrop})")
+        t = model.transformer
+        if model.lm_head.weight.data_ptr() != t.wte.weight.data_ptr():
+            raise ValueError("unsupported configuration: tie_word_embeddings=False (GPT ties its output layer)")
+        D = c.n_embd
+        ours = cls(c.vocab_size, D, c.n_head, c.n_layer, c.n_inner or 4 * D, max_len=c.n_positions,
+                   activation=_activation_name(c, "activation_function"), dropout=c.resid_pdrop,
+                   eps=c.layer_norm_epsilon)
+        _copy(ours.embed, t.wte)
+        _copy(ours.pos.embedding, t.wpe)
+        with torch.no_grad():
+            for mine, h in zip(ours.layers, t.h):
+                # GPT-2's Conv1D stores weights as (in, out): transpose into nn.Linear's (out, in).
+                mine.self_attn.in_proj.weight.copy_(h.attn.c_attn.weight.T)
+                mine.self_attn.in_proj.bias.copy_(h.attn.c_attn.bias)
+                mine.self_attn.out_proj.weight.copy_(h.attn.c_proj.weight.T)
+                mine.self_attn.out_proj.bias.copy_(h.attn.c_proj.bias)
+                mine.ff.linear1.weight.copy_(h.mlp.c_fc.weight.T)
+                mine.ff.linear1.bias.copy_(h.mlp.c_fc.bias)
+                mine.ff.linear2.weight.copy_(h.mlp.c_proj.weight.T)
+                mine.ff.linear2.bias.copy_(h.mlp.c_proj.bias)
+                _copy(mine.norm1, h.ln_1)
+                _copy(mine.norm2, h.ln_2)
+        _copy(ours.norm, t.ln_f)
+        return ours.eval()
+
+
+def _sample(logits: torch.Tensor, temperature: float, top_k: int | None, generator) -> torch.Tensor:
+    """One token per row of ``logits`` ``(B, V)`` -> ``(B, 1)``."""
+    if temperature == 0:
+        return logits.argmax(-1, keepdim=True)
+    logits = logits / temperature
+    if top_k is not None:
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
+
+
+# --- T5 -----------------------------------------------------------------------------------------
+
+
+class T5Layer(nn.Module):
+    """One T5 block: pre-RMSNorm sublayers, no biases; self-attention with the stack's shared
+    relative position bias, cross-attention (decoder only), ReLU feed-forward.
+
+    T5 does not divide the scores by ``sqrt(E)``. :class:`attn.MultiHeadAttention` always does, so
+    ``T5.from_hf`` multiplies ``W_q`` by ``sqrt(E)``: ``(sqrt(E) q) · k / sqrt(E) = q · k``, the
+    same function with the scale folded into the weights.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, bias: T5RelativePositionBias, cross: bool,
+                 dropout: float = 0.0, eps: float = 1e-6, activation: str = "relu"):
+        super().__init__()
+        self.norm1 = nn.RMSNorm(d_model, eps=eps)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=False, positional=bias)
+        self.norm2 = nn.RMSNorm(d_model, eps=eps) if cross else None
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=False) if cross else None
+        self.norm3 = nn.RMSNorm(d_model, eps=eps)
+        self.ff = _feed_forward(d_model, d_ff, activation, dropout, bias=False)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, memory=None, *, key_mask=None, memory_key_mask=None, is_causal: bool = False,
+                cache: KVCache | None = None, memory_cache: KVCache | None = None) -> torch.Tensor:
+        x = x + self.drop(self.self_attn(self.norm1(x), key_mask=key_mask, is_causal=is_causal, cache=cache)[0])
+        if self.cross_attn is not None:
+            h = self.norm2(x)
+            x = x + self.drop(self.cross_attn(h, memory, key_mask=memory_key_mask, cache=memory_cache)[0])
+        return x + self.drop(self.ff(self.norm3(x)))  # (B, L, D)
+
+
+class T5(nn.Module):
+    """Encoder-decoder (Raffel et al., 2020): RMSNorm before each sublayer, no biases, one relative
+    position bias per stack shared by its layers, no ``1/sqrt(E)`` scale, cross-attention whose
+    keys/values are cached once per input, and one embedding matrix for encoder, decoder and output.
+
+    Shape:
+        ``src`` ``(B, S)``, ``tgt_in`` ``(B, T)`` (starting with ``decoder_start_id``) -> ``(B, T, V)``.
+    """
+
+    CARD = dict(family="encoder-decoder", attention="bidirectional self; causal self; cross",
+                mask="padding (encoder), causal (decoder)", positions="relative buckets, shared per stack",
+                norm="pre-RMSNorm, no biases", objective="span corruption (sentinels) / text-to-text",
+                use="text to text: translate, summarise", paper="raffel2020exploring")
+
+    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
+                 num_decoder_layers: int | None = None, d_ff: int | None = None, *, num_buckets: int = 32,
+                 max_distance: int = 128, dropout: float = 0.0, eps: float = 1e-6, activation: str = "relu",
+                 scale_output: bool = True, tie_output: bool = True, pad_id: int = 0, eos_id: int = 1,
+                 decoder_start_id: int = 0):
+        super().__init__()
+        self.d_model, self.scale_output = d_model, scale_output
+        self.pad_id, self.eos_id, self.decoder_start_id = pad_id, eos_id, decoder_start_id
+        d_ff = d_ff or 4 * d_model
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.enc_bias = T5RelativePositionBias(num_heads, num_buckets, max_distance, bidirectional=True)
+        self.dec_bias = T5RelativePositionBias(num_heads, num_buckets, max_distance, bidirectional=False)
+        kw = dict(dropout=dropout, eps=eps, activation=activation)
+        self.encoder = nn.ModuleList(T5Layer(d_model, num_heads, d_ff, bias=self.enc_bias, cross=False, **kw)
+                                     for _ in range(num_layers))
+        self.decoder = nn.ModuleList(T5Layer(d_model, num_heads, d_ff, bias=self.dec_bias, cross=True, **kw)
+                                     for _ in range(num_decoder_layers or num_layers))
+        self.enc_norm = nn.RMSNorm(d_model, eps=eps)
+        self.dec_norm = nn.RMSNorm(d_model, eps=eps)
+        self.drop = nn.Dropout(dropout)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        if tie_output:
+            self.head.weight = self.embed.weight
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        return dict(cls.CARD)
+
+    def encode(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``src`` ``(B, S)`` -> memory ``(B, S, D)``."""
+        x = self.drop(self.embed(src))  # (B, S, D): no absolute positions at all
+        for layer in self.encoder:
+            x = layer(x, key_mask=src_key_mask)
+        return self.drop(self.enc_norm(x))
+
+    def new_caches(self) -> list[tuple[KVCache, KVCache]]:
+        """(self-attention, cross-attention) caches per decoder layer."""
+        return [(KVCache(), KVCache(static=True)) for _ in self.decoder]
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor | None = None, *,
+               caches: list[tuple[KVCache, KVCache]] | None = None) -> torch.Tensor:
+        """``tgt_in`` ``(B, T)``, ``memory`` ``(B, S, D)`` -> logits ``(B, T, V)``."""
+        x = self.drop(self.embed(tgt_in))  # (B, T, D)
+        for i, layer in enumerate(self.decoder):
+            cache, memory_cache = caches[i] if caches is not None else (None, None)
+            x = layer(x, memory, memory_key_mask=src_key_mask, is_causal=True, cache=cache, memory_cache=memory_cache)
+        x = self.drop(self.dec_norm(x))
+        if self.scale_output:  # the tied output layer sees d_model ** -0.5 times the hidden state
+            x = x * self.d_model**-0.5
+        return self.head(x)  # (B, T, V)
+
+    def forward(self, src, tgt_in, src_key_mask=None) -> torch.Tensor:
+        return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
+
+    @torch.no_grad()
+    def generate(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None, *, max_len: int,
+                 use_cache: bool = True) -> torch.Tensor:
+        """Greedy decoding ``(B, S)`` -> ``(B, 1 + <= max_len)``, starting with ``decoder_start_id``;
+        rows that emitted ``eos_id`` continue with ``pad_id``."""
+        memory = self.encode(src, src_key_mask)
+        B = src.shape[0]
+        out = torch.full((B, 1), self.decoder_start_id, dtype=torch.long, device=src.device)
+        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        caches = self.new_caches() if use_cache else None
+        for _ in range(max_len):
+            step = out[:, -1:] if use_cache else out
+            nxt = self.decode(step, memory, src_key_mask, caches=caches)[:, -1].argmax(-1)  # (B,)
+            nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
+            out = torch.cat([out, nxt[:, None]], dim=1)
+            done |= nxt == self.eos_id
+            if done.all():
+                break
+        return out
+
+    @classmethod
+    def from_hf(cls, model) -> T5:
+        """A copy of a ``transformers`` ``T5ForConditionalGeneration`` (weights included)."""
+        _check_family(model, ("T5ForConditionalGeneration",), "T5")
+        c = model.config
+        _require(c, "is_gated_act", False, "feed_forward_proj='relu' or 'gelu' (not gated)")
+        if c.d_kv * c.num_heads != c.d_model:
+            raise ValueError(f"unsupported configuration: d_kv * num_heads = {c.d_kv} * {c.num_heads} != "
+                             f"d_model = {c.d_model} (attn's heads split d_model)")
+        tied = model.lm_head.weight.data_ptr() == model.shared.weight.data_ptr()
+        scale = getattr(c, "scale_decoder_outputs", c.tie_word_embeddings)
+        ours = cls(c.vocab_size, c.d_model, c.num_heads, c.num_layers, c.num_decoder_layers, c.d_ff,
+                   num_buckets=c.relative_attention_num_buckets, max_distance=c.relative_attention_max_distance,
+                   dropout=c.dropout_rate, eps=c.layer_norm_epsilon, activation=_activation_name(c, "dense_act_fn"),
+                   scale_output=bool(scale), tie_output=tied, pad_id=c.pad_token_id, eos_id=c.eos_token_id,
+                   decoder_start_id=c.decoder_start_token_id)
+        _copy(ours.embed, model.shared)
+        if not tied:
+            _copy(ours.head, model.lm_head)
+        q_scale = math.sqrt(c.d_kv)  # fold T5's missing 1/sqrt(E) into W_q
+        for stack, mine_layers, bias in ((model.encoder, ours.encoder, ours.enc_bias),
+                                         (model.decoder, ours.decoder, ours.dec_bias)):
+            _copy(bias.embedding, stack.block[0].layer[0].SelfAttention.relative_attention_bias)
+            for mine, block in zip(mine_layers, stack.block):
+                sa = block.layer[0]
+                _copy_qkv(mine.self_attn, sa.SelfAttention.q, sa.SelfAttention.k, sa.SelfAttention.v,
+                          sa.SelfAttention.o, q_scale=q_scale)
+                _copy(mine.norm1, sa.layer_norm)
+                if mine.cross_attn is not None:
+                    ca = block.layer[1]
+                    _copy_qkv(mine.cross_attn, ca.EncDecAttention.q, ca.EncDecAttention.k, ca.EncDecAttention.v,
+                              ca.EncDecAttention.o, q_scale=q_scale)
+                    _copy(mine.norm2, ca.layer_norm)
+                ff = block.layer[-1]
+                with torch.no_grad():
+                    mine.ff.linear1.weight.copy_(ff.DenseReluDense.wi.weight)
+                    mine.ff.linear2.weight.copy_(ff.DenseReluDense.wo.weight)
+                _copy(mine.norm3, ff.layer_norm)
+        _copy(ours.enc_norm, model.encoder.final_layer_norm)
+        _copy(ours.dec_norm, model.decoder.final_layer_norm)
+        return ours.eval()
+
+
+# --- ViT ----------------------------------------------------------------------------------------
+
+
+class ViT(nn.Module):
+    """Vision Transformer (Dosovitskiy et al., 2021): non-overlapping patches embedded by one
+    strided convolution, a learned ``[CLS]`` token, learned (or fixed 2-D sin-cos) positions,
+    pre-LN encoder layers, a final LayerNorm and a linear classifier on ``[CLS]``.
+
+    Args:
+        image_size, patch_size, channels: the input ``(B, C, H, W)`` with ``H = W = image_size``.
+        num_classes: classifier outputs; ``None`` returns the ``[CLS]`` features instead.
+        positions: ``"learned"`` (ViT) or ``"sincos2d"`` (fixed; ``[CLS]`` gets none).
+
+    Shape:
+        ``images`` ``(B, C, H, W)`` -> ``encode``: ``(B, 1 + N, D)`` with ``N = (H / P)²`` patches;
+        ``forward``: ``(B, num_classes)``.
+    """
+
+    CARD = dict(family="encoder-only (images)", attention="bidirectional self over patches + [CLS]",
+                mask="none", positions="learned absolute (or 2-D sin-cos)", norm="pre-LN (LayerNorm) + final LN",
+                objective="image classification from [CLS]", use="vision: classify, embed images",
+                paper="dosovitskiy2021image")
+
+    def __init__(self, image_size: int, patch_size: int, num_classes: int | None, d_model: int = 64,
+                 num_heads: int = 4, num_layers: int = 2, d_ff: int | None = None, *, channels: int = 1,
+                 positions: str = "learned", activation: str = "gelu", dropout: float = 0.0, eps: float = 1e-12,
+                 pooler: bool = False):
+        super().__init__()
+        if image_size % patch_size:
+            raise ValueError(f"image_size ({image_size}) must be a multiple of patch_size ({patch_size})")
+        self.grid = image_size // patch_size
+        self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
+        N = self.grid**2
+        self.patch = nn.Conv2d(channels, d_model, kernel_size=patch_size, stride=patch_size)
+        self.cls = nn.Parameter(torch.randn(1, 1, d_model) * 0.02)
+        if positions == "learned":
+            self.pos = LearnedPositionalEncoding(d_model, N + 1)
+        elif positions == "sincos2d":
+            self.pos = Sinusoidal2DPositionalEncoding(d_model, self.grid, self.grid)
+        else:
+            raise ValueError(f"positions must be 'learned' or 'sincos2d', got {positions!r}")
+        self.positions = positions
+        self.dropout = nn.Dropout(dropout)
+        self.layers = nn.ModuleList(
+            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                           norm_first=True, eps=eps) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.pooler = nn.Linear(d_model, d_model) if pooler else None
+        self.head = nn.Linear(d_model, num_classes) if num_classes else nn.Identity()
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        return dict(cls.CARD)
+
+    def encode(self, images: torch.Tensor) -> torch.Tensor:
+        """``(B, C, H, W)`` -> ``(B, 1 + N, D)``: ``[CLS]`` first, then the patches row by row."""
+        B, C, H, W = images.shape
+        if (C, H, W) != (self.channels, self.image_size, self.image_size):
+            raise ValueError(f"images must have shape (B, {self.channels}, {self.image_size}, {self.image_size}), "
+                             f"got {tuple(images.shape)}")
+        x = self.patch(images).flatten(2).transpose(1, 2)  # (B, N, D): one token per patch
+        if self.positions == "sincos2d":
+            x = torch.cat([self.cls.expand(B, -1, -1), self.pos(x)], dim=1)  # (B, 1 + N, D)
+        else:
+            x = self.pos(torch.cat([self.cls.expand(B, -1, -1), x], dim=1))  # (B, 1 + N, D)
+        x = self.dropout(x)
+        for layer in self.layers:
+            x = layer(x)
+        return self.norm(x)
+
+    def pool(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``ViTModel``'s pooler, ``tanh(W h_[CLS] + b)`` ``(B, D)`` (needs ``pooler=True``)."""
+        if self.pooler is None:
+            raise ValueError("this ViT has no pooler: build it with pooler=True (or from a ViTModel)")
+        return torch.tanh(self.pooler(hidden[:, 0]))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encode(images)[:, 0])  # (B, num_classes): read out from [CLS]
+
+    @classmethod
+    def from_hf(cls, model) -> ViT:
+        """A copy of a ``transformers`` ``ViTModel`` or ``ViTForImageClassification``."""
+        _check_family(model, ("ViTModel", "ViTForImageClassification"), "ViT")
+        c = model.config
+        _require(c, "qkv_bias", True, "qkv_bias=True")
+        _require(c, "pooler_act", lambda v: v in (None, "tanh"), "pooler_act='tanh'")
+        _require(c, "attention_probs_dropout_prob", lambda v: v == c.hidden_dropout_prob,
+                 f"one dropout rate: attention dropout equal to hidden_dropout_prob={c.hidden_dropout_prob}")
+        if getattr(c, "head_dim", None) not in (None, c.hidden_size // c.num_attention_heads):
+            raise ValueError(f"unsupported configuration: head_dim={c.head_dim} (attn uses hidden_size / heads)")
+        vit = model.vit if hasattr(model, "vit") else model
+        pooler = getattr(vit, "pooler", None)
+        if pooler is not None and pooler.dense.out_features != c.hidden_size:
+            raise ValueError(f"unsupported configuration: pooler_output_size={pooler.dense.out_features} != hidden_size")
+        num_classes = c.num_labels if hasattr(model, "classifier") else None
+        ours = cls(c.image_size, c.patch_size, num_classes, c.hidden_size, c.num_attention_heads,
+                   c.num_hidden_layers, c.intermediate_size, channels=c.num_channels,
+                   activation=_activation_name(c, "hidden_act"), dropout=c.hidden_dropout_prob,
+                   eps=c.layer_norm_eps, pooler=pooler is not None)
+        e = vit.embeddings
+        _copy(ours.patch, e.patch_embeddings.projection)
+        with torch.no_grad():
+            ours.cls.copy_(e.cls_token)
+            ours.pos.embedding.weight.copy_(e.position_embeddings[0])
+        for mine, layer in zip(ours.layers, vit.layers):
+            a = layer.attention
+            _copy_qkv(mine.self_attn, a.q_proj, a.k_proj, a.v_proj, a.o_proj)
+            _copy(mine.norm1, layer.layernorm_before)
+            _copy(mine.ff.linear1, layer.mlp.fc1)
+            _copy(mine.ff.linear2, layer.mlp.fc2)
+            _copy(mine.norm2, layer.layernorm_after)
+        _copy(ours.norm, vit.layernorm)
+        if pooler is not None:
+            _copy(ours.pooler, pooler.dense)
+        if num_classes:
+            _copy(ours.head, model.classifier)
+        return ours.eval()
+
+
+# --- the comparison table -----------------------------------------------------------------------
+
+_COLUMNS = ("family", "attention", "mask", "positions", "norm", "objective", "use")
+
+
+def comparison(classes=(BERT, GPT, T5, ViT)) -> list[dict[str, str]]:
+    """One row per class, read from each class's ``describe()``."""
+    return [{"model": c.__name__, **{k: c.describe()[k] for k in _COLUMNS}} for c in classes]
+
+
+def comparison_markdown(classes=(BERT, GPT, T5, ViT)) -> str:
+    """:func:`comparison` as a Markdown table."""
+    rows = comparison(classes)
+    head = ["model", *_COLUMNS]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r[h] for h in head) + " |" for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,333 @@
+"""attn.variants against Hugging Face transformers: BERT, GPT-2, T5 and ViT built from small random
+configurations (offline, no download) and compared in float32, eval mode, to 1e-5."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+transformers = pytest.importorskip("transformers")
+
+from attn import variants  # noqa: E402
+from attn.variants import BERT, GPT, T5, ViT  # noqa: E402
+
+TOL = dict(atol=1e-5, rtol=1e-5)
+V = 97
+
+
+def _seeded(cls, config):
+    torch.manual_seed(0)
+    return cls(config).eval()
+
+
+def bert_config(**kw):
+    base = dict(vocab_size=V, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=48,
+                max_position_embeddings=40, type_vocab_size=2)
+    return transformers.BertConfig(**{**base, **kw})
+
+
+def gpt2_config(**kw):
+    base = dict(vocab_size=V, n_embd=32, n_layer=2, n_head=4, n_positions=40, pad_token_id=0)
+    return transformers.GPT2Config(**{**base, **kw})
+
+
+def t5_config(**kw):
+    base = dict(vocab_size=V, d_model=32, d_kv=8, d_ff=48, num_layers=2, num_decoder_layers=2, num_heads=4,
+                relative_attention_num_buckets=8, relative_attention_max_distance=20, decoder_start_token_id=0)
+    return transformers.T5Config(**{**base, **kw})
+
+
+def vit_config(**kw):
+    base = dict(image_size=8, patch_size=2, num_channels=1, hidden_size=32, num_hidden_layers=2,
+                num_attention_heads=4, intermediate_size=48, num_labels=10)
+    return transformers.ViTConfig(**{**base, **kw})
+
+
+def _padded_batch(lengths, L, generator):
+    tokens = torch.randint(2, V, (len(lengths), L), generator=generator)
+    real = torch.arange(L)[None, :] < torch.tensor(lengths)[:, None]  # (B, L) True = real token
+    return tokens.masked_fill(~real, 0), real
+
+
+# --- BERT ---------------------------------------------------------------------------------------
+
+
+def test_bert_masked_lm_logits_match_hugging_face_with_padding_and_segments():
+    hf = _seeded(transformers.BertForMaskedLM, bert_config())
+    ours = BERT.from_hf(hf)
+    g = torch.Generator().manual_seed(1)
+    tokens, real = _padded_batch([12, 7, 3], 12, g)
+    segments = (torch.arange(12) >= 5).long().expand(3, -1)
+    want = hf(input_ids=tokens, attention_mask=real.long(), token_type_ids=segments).logits
+    got = ours(tokens, segments=segments, key_mask=real)
+    torch.testing.assert_close(got[real], want[real], **TOL)
+
+
+def test_bert_model_hidden_states_and_pooler_match_hugging_face():
+    hf = _seeded(transformers.BertModel, bert_config())
+    ours = BERT.from_hf(hf)
+    g = torch.Generator().manual_seed(2)
+    tokens, real = _padded_batch([10, 6], 10, g)
+    out = hf(input_ids=tokens, attention_mask=real.long())
+    hidden = ours.encode(tokens, key_mask=real)
+    torch.testing.assert_close(hidden[real], out.last_hidden_state[real], **TOL)
+    torch.testing.assert_close(ours.pool(hidden), out.pooler_output, **TOL)
+
+
+def test_bert_round_trip_through_save_pretrained_and_from_pretrained(tmp_path):
+    _seeded(transformers.BertForMaskedLM, bert_config()).save_pretrained(tmp_path)
+    hf = transformers.BertForMaskedLM.from_pretrained(tmp_path, local_files_only=True).eval()
+    ours = BERT.from_hf(hf)
+    tokens = torch.randint(2, V, (2, 9), generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(ours(tokens), hf(input_ids=tokens).logits, **TOL)
+
+
+# --- GPT ----------------------------------------------------------------------------------------
+
+
+def test_gpt_logits_match_gpt2_with_right_padding():
+    hf = _seeded(transformers.GPT2LMHeadModel, gpt2_config())
+    ours = GPT.from_hf(hf)
+    tokens, real = _padded_batch([11, 5], 11, torch.Generator().manual_seed(4))
+    want = hf(input_ids=tokens, attention_mask=real.long()).logits
+    got = ours(tokens, key_mask=real)
+    torch.testing.assert_close(got[real], want[real], **TOL)
+
+
+def test_gpt_cached_logits_match_full_forward_and_gpt2_greedy_generation():
+    hf = _seeded(transformers.GPT2LMHeadModel, gpt2_config())
+    ours = GPT.from_hf(hf)
+    tokens = torch.randint(1, V, (2, 10), generator=torch.Generator().manual_seed(5))
+    full = ours(tokens)
+    caches = ours.new_caches()
+    steps = [ours(tokens[:, :4], caches=caches)] + [ours(tokens[:, t : t + 1], caches=caches) for t in range(4, 10)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, **TOL)
+    prompt = tokens[:, :4]
+    cached = ours.generate(prompt, 12, temperature=0)
+    uncached = ours.generate(prompt, 12, temperature=0, use_cache=False)
+    assert torch.equal(cached, uncached)
+    want = hf.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=12, min_new_tokens=12,
+                       do_sample=False)
+    assert torch.equal(cached, want)
+
+
+def test_gpt_sampling_is_seeded_and_top_k_stays_in_the_top_k():
+    ours = GPT.from_hf(_seeded(transformers.GPT2LMHeadModel, gpt2_config()))
+    prompt = torch.tensor([[5, 6, 7]])
+    a = ours.generate(prompt, 10, temperature=1.5, generator=torch.Generator().manual_seed(0))
+    b = ours.generate(prompt, 10, temperature=1.5, generator=torch.Generator().manual_seed(0), use_cache=False)
+    assert torch.equal(a, b)
+    out = ours.generate(prompt, 1, temperature=5.0, top_k=3, generator=torch.Generator().manual_seed(1))
+    top3 = ours(prompt)[0, -1].topk(3).indices
+    assert out[0, -1] in top3
+
+
+# --- T5 -----------------------------------------------------------------------------------------
+
+
+def test_t5_logits_match_hugging_face_with_source_padding():
+    hf = _seeded(transformers.T5ForConditionalGeneration, t5_config(num_decoder_layers=3))
+    ours = T5.from_hf(hf)
+    g = torch.Generator().manual_seed(6)
+    src, real = _padded_batch([9, 4], 9, g)
+    tgt = torch.randint(2, V, (2, 7), generator=g)
+    tgt[:, 0] = 0
+    want = hf(input_ids=src, attention_mask=real.long(), decoder_input_ids=tgt).logits
+    got = ours(src, tgt, real)
+    torch.testing.assert_close(got, want, **TOL)
+    torch.testing.assert_close(ours.encode(src, real)[real],
+                               hf.encoder(input_ids=src, attention_mask=real.long()).last_hidden_state[real], **TOL)
+
+
+def test_t5_cached_decoding_matches_uncached_and_hugging_face_generate():
+    hf = _seeded(transformers.T5ForConditionalGeneration, t5_config())
+    ours = T5.from_hf(hf)
+    g = torch.Generator().manual_seed(7)
+    src, real = _padded_batch([8, 5], 8, g)
+    tgt = torch.randint(2, V, (2, 6), generator=g)
+    memory = ours.encode(src, real)
+    full = ours.decode(tgt, memory, real)
+    caches = ours.new_caches()
+    steps = [ours.decode(tgt[:, t : t + 1], memory, real, caches=caches) for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, **TOL)
+    cached = ours.generate(src, real, max_len=10)
+    assert torch.equal(cached, ours.generate(src, real, max_len=10, use_cache=False))
+    want = hf.generate(src, attention_mask=real.long(), max_new_tokens=10, do_sample=False)
+    assert torch.equal(cached, want)
+
+
+def test_t5_round_trip_through_save_pretrained_and_from_pretrained(tmp_path):
+    _seeded(transformers.T5ForConditionalGeneration, t5_config()).save_pretrained(tmp_path)
+    hf = transformers.T5ForConditionalGeneration.from_pretrained(tmp_path, local_files_only=True).eval()
+    ours = T5.from_hf(hf)
+    g = torch.Generator().manual_seed(8)
+    src, tgt = torch.randint(2, V, (2, 6), generator=g), torch.randint(2, V, (2, 5), generator=g)
+    torch.testing.assert_close(ours(src, tgt), hf(input_ids=src, decoder_input_ids=tgt).logits, **TOL)
+
+
+def test_t5_layers_share_one_relative_position_bias_per_stack():
+    ours = T5(V, 32, 4, 2)
+    assert all(layer.self_attn.positional is ours.enc_bias for layer in ours.encoder)
+    assert all(layer.self_attn.positional is ours.dec_bias for layer in ours.decoder)
+    assert not ours.enc_bias is ours.dec_bias and ours.enc_bias.bidirectional and not ours.dec_bias.bidirectional
+
+
+# --- ViT ----------------------------------------------------------------------------------------
+
+
+def test_vit_classifier_logits_match_hugging_face():
+    hf = _seeded(transformers.ViTForImageClassification, vit_config())
+    ours = ViT.from_hf(hf)
+    images = torch.randn(3, 1, 8, 8, generator=torch.Generator().manual_seed(9))
+    torch.testing.assert_close(ours(images), hf(pixel_values=images).logits, **TOL)
+
+
+def test_vit_model_hidden_states_and_pooler_match_hugging_face():
+    hf = _seeded(transformers.ViTModel, vit_config(num_channels=3, image_size=12, patch_size=4))
+    ours = ViT.from_hf(hf)
+    images = torch.randn(2, 3, 12, 12, generator=torch.Generator().manual_seed(10))
+    out = hf(pixel_values=images)
+    hidden = ours.encode(images)
+    torch.testing.assert_close(hidden, out.last_hidden_state, **TOL)
+    torch.testing.assert_close(ours.pool(hidden), out.pooler_output, **TOL)
+
+
+def test_vit_with_2d_sincos_positions_is_invariant_to_nothing_but_runs_with_its_shapes():
+    vit = ViT(8, 2, 10, 32, positions="sincos2d").eval()
+    assert vit.encode(torch.randn(2, 1, 8, 8)).shape == (2, 17, 32)
+    with pytest.raises(ValueError, match="positions"):
+        ViT(8, 2, 10, 32, positions="rope")
+
+
+# --- bad input ----------------------------------------------------------------------------------
+
+
+def test_from_hf_rejects_a_model_of_another_family():
+    gpt2 = _seeded(transformers.GPT2LMHeadModel, gpt2_config())
+    with pytest.raises(TypeError, match="BERT.from_hf expects one of BertModel, BertForMaskedLM; got GPT2LMHeadModel"):
+        BERT.from_hf(gpt2)
+    with pytest.raises(TypeError, match="got GPT2LMHeadModel"):
+        T5.from_hf(gpt2)
+
+
+@pytest.mark.parametrize("make, build, option", [
+    (transformers.BertModel, lambda: bert_config(hidden_act="silu"), "hidden_act='silu'"),
+    (transformers.GPT2LMHeadModel, lambda: gpt2_config(activation_function="relu6"), None),
+    (transformers.GPT2LMHeadModel, lambda: gpt2_config(scale_attn_by_inverse_layer_idx=True),
+     "scale_attn_by_inverse_layer_idx=True"),
+    (transformers.T5ForConditionalGeneration, lambda: t5_config(feed_forward_proj="gated-gelu"), "is_gated_act=True"),
+    (transformers.T5ForConditionalGeneration, lambda: t5_config(d_kv=4), "d_kv \\* num_heads"),
+    (transformers.ViTModel, lambda: vit_config(qkv_bias=False), "qkv_bias=False"),
+])
+def test_from_hf_rejects_unsupported_options_by_name(make, build, option):
+    model = _seeded(make, build())
+    family = {"Bert": BERT, "GPT2": GPT, "T5": T5, "ViT": ViT}
+    cls = next(v for k, v in family.items() if type(model).__name__.startswith(k))
+    with pytest.raises(ValueError, match="unsupported configuration: " + (option or "")):
+        cls.from_hf(model)
+
+
+def test_attn_imports_without_transformers_and_from_hf_says_what_to_install():
+    code = """
+import sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "transformers" or name.startswith("transformers."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+sys.meta_path.insert(0, Block())
+import attn
+from attn.variants import GPT
+assert "transformers" not in sys.modules
+model = GPT(11, 8, 2, 1)
+assert model(__import__("torch").tensor([[1, 2]])).shape == (1, 2, 11)
+try:
+    GPT.from_hf(object())
+except ModuleNotFoundError as e:
+    print(e)
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pip install transformers" in out.stdout
+
+
+# --- the comparison table -----------------------------------------------------------------------
+
+
+def test_comparison_table_is_read_from_the_four_classes():
+    rows = variants.comparison()
+    assert [r["model"] for r in rows] == ["BERT", "GPT", "T5", "ViT"]
+    assert rows[1]["attention"] == GPT.CARD["attention"] == "causal self"
+    table = variants.comparison_markdown()
+    assert table.count("\n") == 5 and "pre-RMSNorm" in table
+    with open(os.path.join(os.path.dirname(__file__), "..", "references.bib"), encoding="utf-8") as f:
+        bib = f.read()
+    for cls in (BERT, GPT, T5, ViT):
+        assert "{" + cls.CARD["paper"] + "," in bib
+
+
+# --- the chapter's objectives, baselines and checkpoints (attn.pretraining) ---------------------
+
+from attn import pretraining  # noqa: E402
+
+
+def test_mlm_mask_chooses_15_percent_and_splits_them_80_10_10():
+    x = torch.randint(3, 40, (200, 500), generator=torch.Generator().manual_seed(0))
+    inputs, targets = pretraining.mlm_mask(x, 40, 40, generator=torch.Generator().manual_seed(1))
+    chosen = targets != -100
+    assert abs(chosen.float().mean().item() - 0.15) < 0.005
+    assert torch.equal(targets[chosen], x[chosen]) and torch.equal(inputs[~chosen], x[~chosen])
+    masked = (inputs[chosen] == 40).float().mean().item()
+    kept = (inputs[chosen] == x[chosen]).float().mean().item()  # 10% kept, plus random draws that hit x
+    assert abs(masked - 0.8) < 0.01
+    assert abs(kept - (0.1 + 0.1 / 37)) < 0.01
+    assert inputs.min() >= 3
+
+
+def test_char_baselines_are_the_smoothed_unigram_and_bigram_cross_entropies():
+    got = pretraining.char_baselines(torch.tensor([0, 1, 0, 1]), torch.tensor([0, 1]), 2)
+    assert got["unigram"] == pytest.approx(torch.log(torch.tensor(2.0)).item())  # counts 2+1, 2+1
+    assert got["bigram"] == pytest.approx(-torch.log(torch.tensor(0.75)).item())  # row 0: (1 + 0, 1 + 2) / 4
+
+
+def test_date_batch_shifts_the_target_by_one_and_ignores_padding():
+    vocab = pretraining.date_vocab()
+    src, tin, tout = pretraining.date_batch([("1 May 2000", "2000-05-01"), ("29 November 2026", "2026-11-29")], vocab)
+    assert tin[:, 0].eq(vocab.BOS).all()
+    assert torch.equal(tin[:, 1:], tout[:, :-1])
+    assert vocab.decode(tout[0]) == "2000-05-01" and vocab.decode(src[1]) == "29 November 2026"
+    assert src[0, -1] == vocab.PAD
+
+
+@pytest.mark.parametrize("name", sorted(pretraining.RECIPES))
+def test_committed_checkpoints_load_into_their_recipes_with_their_logs(name):
+    model, log = pretraining.load(name)
+    assert log["parameters"] == sum(p.numel() for p in model.parameters())
+    assert log["recipe"]["steps"] == len(log["losses"]) == pretraining.RECIPES[name].steps
+    assert sum(log["losses"][-50:]) < 0.8 * sum(log["losses"][:50])  # it learned something
+    assert not model.training
+
+
+# --- the chapter --------------------------------------------------------------------------------
+
+
+def test_chapter_glues_every_value_its_prose_uses_and_guards_the_pretrained_cell():
+    import json
+    import re
+
+    path = os.path.join(os.path.dirname(__file__), "..", "book", "model_variants.ipynb")
+    with open(path, encoding="utf-8") as f:
+        cells = json.load(f)["cells"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    used = set(re.findall(r"\{glue:text\}`(\w+)`", prose))
+    glued = set(re.findall(r'glue\("(\w+)"', code))
+    assert used and used <= glued, f"prose uses values no cell glues: {sorted(used - glued)}"
+    online = [c for c in cells if "from_pretrained(\"gpt2\")" in "".join(c["source"])]
+    assert len(online) == 1
+    assert "LOAD_PRETRAINED = False" in "".join(online[0]["source"])
+    assert "nbval-skip" in online[0]["metadata"]["tags"]
