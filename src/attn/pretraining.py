@@ -70,7 +70,10 @@ def mlm_mask(x: torch.Tensor, mask_id: int, vocab_size: int, *, p: float = 0.15,
 
 
 def char_baselines(train_ids: torch.Tensor, val_ids: torch.Tensor, vocab_size: int) -> dict[str, float]:
-    """Validation cross-entropy (nats per character) of add-one-smoothed unigram and bigram models."""
+    """Validation cross-entropy (nats per character) of add-one-smoothed unigram and bigram models.
+
+    Shape: ``train_ids`` ``(N,)`` and ``val_ids`` ``(M,)`` character ids below ``vocab_size``.
+    """
     uni = torch.bincount(train_ids, minlength=vocab_size).double() + 1
     uni = uni / uni.sum()
     big = torch.ones(vocab_size, vocab_size, dtype=torch.float64)

@@ -1,4 +1,4 @@
-"""The four model families people load: BERT, GPT, T5 and ViT, built from :mod:`attn`'s own pieces.
+"""The four model families people load: BERT, GPT, T5 and ViT, built from ``attn``'s own pieces.
 
 Every attention here is :class:`attn.MultiHeadAttention`; BERT, GPT and ViT stack
 :class:`attn.blocks.EncoderLayer`; T5 adds RMSNorm and bias-free layers around the same attention.
