@@ -12,6 +12,19 @@ sys.path.insert(0, str(ROOT / "scripts"))
 os.environ.setdefault("ATTN_QUIET", "1")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Markers from what a test needs: `site` (builds the book), `browser` (Chromium), `slow` (both,
+    and every notebook collected by --nbval). `make unit` deselects `slow`."""
+    for item in items:
+        needs = set(getattr(item, "fixturenames", ()))
+        if "built_site" in needs:
+            item.add_marker(pytest.mark.site)
+        if "browser" in needs:
+            item.add_marker(pytest.mark.browser)
+        if needs & {"built_site", "browser"} or item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
