@@ -218,3 +218,14 @@ def test_kv_cache_benchmark_checks_tokens_and_reports_a_ratio(root):
     assert tokens.shape == (1, 15)
     t_cache, t_full = bench.measure(model, prompt, 12, rounds=1)
     assert t_cache > 0 and t_full > 0
+
+
+def test_kv_cache_memory_arithmetic_of_exercise_4():
+    layers, heads, head_dim, tokens, bytes_per_number = 32, 32, 128, 4096, 2
+    cache_bytes = 2 * layers * heads * head_dim * tokens * bytes_per_number  # keys and values
+    assert cache_bytes == 2**31  # 2 GiB
+    D = heads * head_dim
+    weights = layers * (4 * D * D + 2 * D * 4 * D)  # attention + FFN matrices, d_ff = 4D
+    assert weights == 12 * D * D * layers
+    assert round(weights * bytes_per_number / 1e9, 1) == 12.9
+    assert 5.5 < weights * bytes_per_number / cache_bytes < 6.5  # "about a sixth"

@@ -187,3 +187,16 @@ def test_greedy_on_an_untrained_model_stops_at_eos_or_max_len():
             assert set(row[row.index(CharVocab.EOS):]) == {CharVocab.EOS}
     if out.shape[1] < 11:  # decoding stopped early only because every sequence had ended
         assert (out == CharVocab.EOS).any(dim=1).all()
+
+
+def test_static_cache_and_decoder_parameter_arithmetic_of_exercise_5():
+    from attn.blocks import DecoderLayer
+
+    B, S, D, layers, bytes_per_float = 32, 512, 512, 6, 4
+    cache = 2 * B * S * D * layers * bytes_per_float  # K and V, every decoder layer
+    assert cache == 384 * 2**20
+    with torch.device("meta"):
+        layer = DecoderLayer(D, 8, 4 * D)
+    per_layer = sum(p.numel() for p in layer.parameters())
+    assert per_layer == 16 * D * D + 19 * D == 4_204_032
+    assert 3.5 < cache / (layers * per_layer * bytes_per_float) < 4.0  # "almost four times"
