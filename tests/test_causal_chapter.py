@@ -143,6 +143,7 @@ def test_fully_masked_rows_from_left_padding_give_zeros_not_nan(dtype):
         assert_close(out[~rows].double(), reference[~rows], atol=tol, rtol=tol)
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 @pytest.mark.parametrize("pos", POSITIONALS)
 def test_teacher_forcing_equals_cached_and_uncached_step_by_step_decoding(pos):
     model = lm(pos)
@@ -157,6 +158,7 @@ def test_teacher_forcing_equals_cached_and_uncached_step_by_step_decoding(pos):
     assert [len(c) for c in caches] == [15, 15]
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 @pytest.mark.parametrize("pos", POSITIONALS)
 def test_cached_generation_gives_the_same_tokens_as_recomputing(pos):
     prompt = torch.randint(0, VOCAB, (2, 4), generator=torch.Generator().manual_seed(2))
@@ -210,6 +212,7 @@ def _load_benchmark(root):
     return module
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 def test_kv_cache_benchmark_checks_tokens_and_reports_a_ratio(root):
     bench = _load_benchmark(root)
     model = bench.build(d_model=16, num_layers=1, num_heads=2, max_len=40)

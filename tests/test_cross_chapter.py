@@ -80,6 +80,7 @@ def _padded_and_alone(model: Seq2Seq, task: DateTask, pairs):
     return batched, alone, src, key_mask
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 def test_a_padded_batch_computes_what_each_source_computes_alone():
     task = DateTask()
     model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
