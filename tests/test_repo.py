@@ -206,3 +206,12 @@ def test_chapters_use_no_xmode_and_print_no_hand_written_true(root):
             assert not RECEIPT.search(src), f"{path.name}, cell {i}: a hand-written True receipt; assert silently"
             text = json.dumps(cell.get("outputs", []))
             assert "Exception reporting mode" not in text, f"{path.name}, cell {i}: re-execute without %xmode"
+
+
+def test_code_and_content_licences_are_stated_in_licence_readme_pyproject_and_site_footer(root):
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    assert _pyproject(root)["project"]["license"] == {"text": "MIT"}
+    readme = (root / "README.md").read_text()
+    assert "MIT" in readme and "CC BY 4.0" in readme
+    footer = notebooks.book_config()["html"]["extra_footer"]
+    assert "CC BY 4.0" in footer and "https://creativecommons.org/licenses/by/4.0/" in footer
