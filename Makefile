@@ -7,12 +7,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: help setup book test unit execute reader lab serve bench clean
+.PHONY: help setup book test unit lint execute reader lab serve bench clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book     build the static site into _build/html (from the stored notebook outputs)"
 	@echo "make test     run the whole verification: pytest --nbval (package, notebooks, site, browser)"
+	@echo "make unit     the quick loop (< 1 min): pytest -m 'not slow' (no notebooks, site or browser)"
 	@echo "make execute  re-execute the chapters after changing src/attn (NB=book/x.ipynb for one)"
 	@echo "make reader   rewrite the reader editions (reader/book/*.ipynb) from the stored outputs"
 	@echo "make lab      open JupyterLab on the reader editions, with live widgets"
@@ -47,7 +48,10 @@ test: setup
 	$(BIN)/python -m pytest --fresh-env -m fresh_env tests/test_fresh_env.py
 
 unit: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: setup
+	$(BIN)/ruff check .
 
 execute: setup
 	$(BIN)/python scripts/notebooks.py execute $(NB)

@@ -162,6 +162,9 @@ def execute(paths: list[pathlib.Path]) -> None:
             resources={"metadata": {"path": str(path.parent)}},
             store_widget_state=True,
             record_timing=False,
+            # Expected errors (cells tagged raises-exception) are stored as "ValueError: message",
+            # without the frames' file paths; set here, so no chapter needs %xmode.
+            extra_arguments=["--InteractiveShell.xmode=Minimal"],
         )
         client.execute()
         nb = _stable_widget_ids(nb, path.stem)

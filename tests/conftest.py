@@ -18,11 +18,20 @@ def pytest_addoption(parser):
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--fresh-env"):
-        return
+    """Markers from what a test needs: `site` (builds the book), `browser` (Chromium), `slow` (both,
+    and every notebook collected by --nbval). `make unit` deselects `slow`. Tests marked
+    `fresh_env` run only with --fresh-env (make test runs them after pytest --nbval)."""
+    fresh = config.getoption("--fresh-env")
     skip = pytest.mark.skip(reason="needs --fresh-env (make test runs it after pytest --nbval)")
     for item in items:
-        if "fresh_env" in item.keywords:
+        needs = set(getattr(item, "fixturenames", ()))
+        if "built_site" in needs:
+            item.add_marker(pytest.mark.site)
+        if "browser" in needs:
+            item.add_marker(pytest.mark.browser)
+        if needs & {"built_site", "browser"} or item.path.suffix == ".ipynb" or "fresh_env" in item.keywords:
+            item.add_marker(pytest.mark.slow)
+        if "fresh_env" in item.keywords and not fresh:
             item.add_marker(skip)
 
 

@@ -80,3 +80,23 @@ def test_base_parameter_count_on_the_meta_device_equals_nn_transformer():
     with torch.device("meta"):
         ours, ref = Transformer(), nn.Transformer(batch_first=True)
     assert sum(p.numel() for p in ours.parameters()) == sum(p.numel() for p in ref.parameters()) == 44_140_544
+
+
+def test_exercise_4_attention_and_ffn_parameters_balance_near_d_ff_1537():
+    D = 512
+    assert abs(D * (6 * D + 5) / (2 * D + 1) - 1537) < 0.01
+    with torch.device("meta"):
+        t = Transformer(d_ff=1537)
+    attention = sum(p.numel() for n, p in t.named_parameters() if "attn" in n)
+    ffn = sum(p.numel() for n, p in t.named_parameters() if ".ff." in n)
+    assert (attention, ffn) == (18_911_232, 18_911_244)
+
+
+def test_exercise_5_decoder_only_parameter_count_is_the_formula():
+    from attn.models import TokenModel
+
+    V, D, d_ff, layers = 37000, 512, 2048, 12
+    with torch.device("meta"):
+        model = TokenModel(V, D, 8, layers, d_ff, causal=True)
+    formula = V * D + layers * (4 * D * D + 9 * D + 2 * D * d_ff + d_ff) + 2 * D + D * V + V
+    assert sum(p.numel() for p in model.parameters()) == formula == 75_754_632

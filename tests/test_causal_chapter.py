@@ -143,6 +143,7 @@ def test_fully_masked_rows_from_left_padding_give_zeros_not_nan(dtype):
         assert_close(out[~rows].double(), reference[~rows], atol=tol, rtol=tol)
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 @pytest.mark.parametrize("pos", POSITIONALS)
 def test_teacher_forcing_equals_cached_and_uncached_step_by_step_decoding(pos):
     model = lm(pos)
@@ -157,6 +158,7 @@ def test_teacher_forcing_equals_cached_and_uncached_step_by_step_decoding(pos):
     assert [len(c) for c in caches] == [15, 15]
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 @pytest.mark.parametrize("pos", POSITIONALS)
 def test_cached_generation_gives_the_same_tokens_as_recomputing(pos):
     prompt = torch.randint(0, VOCAB, (2, 4), generator=torch.Generator().manual_seed(2))
@@ -210,6 +212,7 @@ def _load_benchmark(root):
     return module
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 def test_kv_cache_benchmark_checks_tokens_and_reports_a_ratio(root):
     bench = _load_benchmark(root)
     model = bench.build(d_model=16, num_layers=1, num_heads=2, max_len=40)
@@ -218,3 +221,14 @@ def test_kv_cache_benchmark_checks_tokens_and_reports_a_ratio(root):
     assert tokens.shape == (1, 15)
     t_cache, t_full = bench.measure(model, prompt, 12, rounds=1)
     assert t_cache > 0 and t_full > 0
+
+
+def test_kv_cache_memory_arithmetic_of_exercise_4():
+    layers, heads, head_dim, tokens, bytes_per_number = 32, 32, 128, 4096, 2
+    cache_bytes = 2 * layers * heads * head_dim * tokens * bytes_per_number  # keys and values
+    assert cache_bytes == 2**31  # 2 GiB
+    D = heads * head_dim
+    weights = layers * (4 * D * D + 2 * D * 4 * D)  # attention + FFN matrices, d_ff = 4D
+    assert weights == 12 * D * D * layers
+    assert round(weights * bytes_per_number / 1e9, 1) == 12.9
+    assert 5.5 < weights * bytes_per_number / cache_bytes < 6.5  # "about a sixth"

@@ -80,6 +80,7 @@ def _padded_and_alone(model: Seq2Seq, task: DateTask, pairs):
     return batched, alone, src, key_mask
 
 
+@pytest.mark.slow  # several seconds: `make unit` skips it, `make test` runs it
 def test_a_padded_batch_computes_what_each_source_computes_alone():
     task = DateTask()
     model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
@@ -187,3 +188,16 @@ def test_greedy_on_an_untrained_model_stops_at_eos_or_max_len():
             assert set(row[row.index(CharVocab.EOS):]) == {CharVocab.EOS}
     if out.shape[1] < 11:  # decoding stopped early only because every sequence had ended
         assert (out == CharVocab.EOS).any(dim=1).all()
+
+
+def test_static_cache_and_decoder_parameter_arithmetic_of_exercise_5():
+    from attn.blocks import DecoderLayer
+
+    B, S, D, layers, bytes_per_float = 32, 512, 512, 6, 4
+    cache = 2 * B * S * D * layers * bytes_per_float  # K and V, every decoder layer
+    assert cache == 384 * 2**20
+    with torch.device("meta"):
+        layer = DecoderLayer(D, 8, 4 * D)
+    per_layer = sum(p.numel() for p in layer.parameters())
+    assert per_layer == 16 * D * D + 19 * D == 4_204_032
+    assert 3.5 < cache / (layers * per_layer * bytes_per_float) < 4.0  # "almost four times"

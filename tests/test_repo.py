@@ -104,3 +104,114 @@ def test_stored_notebooks_were_executed_in_order_and_leak_nothing(root):
         assert not re.search(r"/(tmp|root|home|work)/[\w.-]+/", outputs), f"{path.name}: machine path in output"
         assert not re.search(r"https?://(cdn\.|unpkg|cdnjs)", outputs), f"{path.name}: CDN URL in output"
         assert "0x7f" not in outputs, f"{path.name}: a memory address in an output"
+
+
+# --- Links between chapters -------------------------------------------------------------------
+# A chapter is named in prose only through a {doc} role whose target is in _toc.yml, so that a
+# mention of a chapter that does not exist (yet) fails here instead of dangling on the site.
+
+DOC_ROLE = re.compile(r"\{doc\}`(?:[^`<]*<)?([^`>]+)>?`")
+# Words that may stand before "chapter" without naming one: "this chapter", "the next chapter".
+NOT_A_NAME = {"this", "that", "next", "previous", "last", "following", "same", "first", "whole",
+              "present", "later", "earlier", "each", "every", "other", "one", "a", "an"}
+
+
+def _toc_files(root) -> set[str]:
+    files: set[str] = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.add(str(node["file"]))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(yaml.safe_load((root / "_toc.yml").read_text()))
+    return files
+
+
+def _markdown_of_the_book(root) -> list[tuple[str, str]]:
+    """(where, text) for every markdown cell of book/*.ipynb and every book/*.md."""
+    out = []
+    for path in sorted((root / "book").glob("*")):
+        if path.suffix == ".md":
+            out.append((path.name, path.read_text()))
+        elif path.suffix == ".ipynb":
+            nb = json.loads(path.read_text())
+            out += [(f"{path.name}, cell {i}", "".join(c["source"])) for i, c in enumerate(nb["cells"])
+                    if c["cell_type"] == "markdown"]
+    return out
+
+
+def chapter_mentions_without_a_link(text: str) -> list[str]:
+    """Phrases that name a chapter ("the chapter on X", "the X chapter", "chapter 3") outside a {doc} role."""
+    bare = DOC_ROLE.sub("LINK", text)
+    found = [m.group(0) for m in re.finditer(r"\bchapters?\s+on\b[^.,;:)]*", bare, flags=re.I)]
+    found += [m.group(0) for m in re.finditer(r"\bchapter\s+\d+\b", bare, flags=re.I)]
+    for m in re.finditer(r"\bthe\s+((?:[\w-]+\s+){0,2}?)([\w-]+)\s+chapters?\b", bare, flags=re.I):
+        if m.group(2).lower() not in NOT_A_NAME and m.group(2) != "LINK":
+            found.append(m.group(0))
+    return found
+
+
+def test_chapter_mention_check_catches_unlinked_names_and_allows_links():
+    assert chapter_mentions_without_a_link("see the chapter on efficient attention.") == [
+        "chapter on efficient attention"]
+    assert chapter_mentions_without_a_link("as in the\nself-attention chapter") == ["the\nself-attention chapter"]
+    assert chapter_mentions_without_a_link("as in the self-attention chapter") == ["the self-attention chapter"]
+    assert chapter_mentions_without_a_link("as in chapter 3") == ["chapter 3"]
+    ok = ("This chapter and the next chapter; a later chapter; the previous chapter; "
+          "{doc}`the chapter on positional encodings <positional_encodings>`; the {doc}`causal_attention` chapter")
+    assert chapter_mentions_without_a_link(ok) == []
+
+
+def test_chapters_are_named_only_through_doc_links(root):
+    bad = [(where, found) for where, text in _markdown_of_the_book(root)
+           if (found := chapter_mentions_without_a_link(text))]
+    assert not bad, ("name a chapter with a {doc} link to a file in _toc.yml, or say 'a later chapter' "
+                     f"while it does not exist: {bad}")
+
+
+def test_every_doc_link_points_to_a_file_in_the_toc(root):
+    toc = _toc_files(root)
+    for where, text in _markdown_of_the_book(root):
+        for target in DOC_ROLE.findall(text):
+            resolved = target.strip()
+            resolved = resolved.lstrip("/") if resolved.startswith("/") else f"book/{resolved}"
+            assert resolved in toc, f"{where}: {{doc}}`{target}` is not in _toc.yml"
+
+
+# --- Reader pages carry no test noise -----------------------------------------------------------
+
+RECEIPT = re.compile(r"""print\([^\n]*(?::\s*True["']\s*\)|,\s*True\s*\))""")
+
+
+def test_receipt_pattern_catches_hand_written_true():
+    assert RECEIPT.search('print("formula == module: True")')
+    assert RECEIPT.search('print("prefix equal for every model:", True)')
+    assert not RECEIPT.search('print("all zero:", bool((y == 0).all()))')
+
+
+def test_chapters_use_no_xmode_and_print_no_hand_written_true(root):
+    for path in notebooks.chapters():
+        nb = json.loads(path.read_text())
+        for i, cell in enumerate(nb["cells"]):
+            if cell["cell_type"] != "code":
+                continue
+            src = "".join(cell["source"])
+            assert "%xmode" not in src, f"{path.name}, cell {i}: %xmode (tag the cell raises-exception instead)"
+            assert not RECEIPT.search(src), f"{path.name}, cell {i}: a hand-written True receipt; assert silently"
+            text = json.dumps(cell.get("outputs", []))
+            assert "Exception reporting mode" not in text, f"{path.name}, cell {i}: re-execute without %xmode"
+
+
+def test_code_and_content_licences_are_stated_in_licence_readme_pyproject_and_site_footer(root):
+    assert (root / "LICENSE").read_text().startswith("MIT License")
+    assert _pyproject(root)["project"]["license"] == {"text": "MIT"}
+    readme = (root / "README.md").read_text()
+    assert "MIT" in readme and "CC BY 4.0" in readme
+    footer = notebooks.book_config()["html"]["extra_footer"]
+    assert "CC BY 4.0" in footer and "https://creativecommons.org/licenses/by/4.0/" in footer
