@@ -173,7 +173,7 @@ def test_t5_layers_share_one_relative_position_bias_per_stack():
     ours = T5(V, 32, 4, 2)
     assert all(layer.self_attn.positional is ours.enc_bias for layer in ours.encoder)
     assert all(layer.self_attn.positional is ours.dec_bias for layer in ours.decoder)
-    assert not ours.enc_bias is ours.dec_bias and ours.enc_bias.bidirectional and not ours.dec_bias.bidirectional
+    assert ours.enc_bias is not ours.dec_bias and ours.enc_bias.bidirectional and not ours.dec_bias.bidirectional
 
 
 # --- ViT ----------------------------------------------------------------------------------------
