@@ -161,12 +161,16 @@ class DecoderLayer(nn.Module):
         cache: KVCache | None = None,
         memory_cache: KVCache | None = None,
     ) -> torch.Tensor:
-        """Args:
-            x: decoder input ``(B, L, D)``; memory: encoder output ``(B, S, D)``.
-            mask, key_mask, is_causal: for the self-attention (causal by default).
-            memory_mask ``(L, S)``/``(B, L, S)``, memory_key_mask ``(B, S)``: for cross-attention.
-            cache / memory_cache: :class:`KVCache` for step-by-step decoding
-                (``memory_cache`` should be ``KVCache(static=True)``).
+        """Causal self-attention, cross-attention over ``memory``, feed-forward: ``(B, L, D) -> (B, L, D)``.
+
+        Args:
+            x: decoder input ``(B, L, D)``.
+            memory: encoder output ``(B, S, D)``.
+            mask: for the self-attention, with ``key_mask`` and ``is_causal`` (causal by default).
+            memory_mask: ``(L, S)`` or ``(B, L, S)``, with ``memory_key_mask`` ``(B, S)``: for the
+                cross-attention.
+            cache: :class:`KVCache` for step-by-step decoding; ``memory_cache`` should be
+                ``KVCache(static=True)``.
         """
         def sa(h):
             out, _ = self.self_attn(h, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=cache)
