@@ -19,6 +19,32 @@ export function shortToken(tok, max = 18) {
   return s.length > max ? s.slice(0, max - 1) + "\u2026" : s;
 }
 
+function fromBase64(b64) {
+  const bin = atob(b64), out = new Uint8Array(bin.length);
+  for (let n = 0; n < bin.length; n++) out[n] = bin.charCodeAt(n);
+  return out;
+}
+
+/**
+ * The weights (layers, heads, L, S) as nested arrays, decoded from the synced 8-bit form written by
+ * attn/widgets/_state.py quantize_rows: per row float32 lo and hi, uint8 codes; w = lo + code * (hi - lo) / 255,
+ * within (hi - lo) / 510 of the model's weight. Plain nested arrays (older saved notebooks) pass through.
+ */
+export function decodeWeights(enc) {
+  if (Array.isArray(enc)) return enc;
+  if (!enc || enc.scheme !== "uint8-row-minmax") throw new Error(`unknown weights encoding ${enc && enc.scheme}`);
+  const [layers, heads, L, S] = enc.shape, codes = fromBase64(enc.codes);
+  const f32 = (b64) => { const b = fromBase64(b64), v = new DataView(b.buffer); return (n) => v.getFloat32(4 * n, true); };
+  const lo = f32(enc.lo), hi = f32(enc.hi);
+  let row = 0;
+  return Array.from({ length: layers }, () => Array.from({ length: heads }, () => Array.from({ length: L }, () => {
+    const a = lo(row), step = (hi(row) - a) / 255, off = row * S, out = new Array(S);
+    for (let j = 0; j < S; j++) out[j] = a + codes[off + j] * step;
+    row++;
+    return out;
+  })));
+}
+
 /** The value that maps to full opacity: 1 for probabilities, else the largest weight. */
 export function weightScale(weights, normalized) {
   if (normalized) return 1;
@@ -122,8 +148,15 @@ function render({ model, el }) {
   figure.addEventListener("pointerleave", () => { hover = null; highlight(); });
   figure.addEventListener("focusout", (e) => { if (!figure.contains(e.relatedTarget)) { hover = null; highlight(); } });
 
+  let cache = { enc: null, W: null };
+  const weights = () => {
+    const enc = get("weights");
+    if (cache.enc !== enc) cache = { enc, W: decodeWeights(enc) };
+    return cache.W;
+  };
+
   function data() {
-    const W = get("weights"), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
+    const W = weights(), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
     const H = W[0].length, shown = get("heads");
     const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
     const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : `Layer ${layer + 1}`;
