@@ -6,6 +6,7 @@ console errors. Checked on the built site's pages, and on explorers rendered alo
 64-token view and tables given out of alphabetical order.
 """
 
+import itertools
 import json
 
 import pytest
@@ -200,7 +201,7 @@ def test_mask_and_positional_explorers_fit_a_phone_and_list_tables_in_the_order_
             ticks = page.eval_on_selector_all(".attn-pe-similarity .attn-pe-ytick", "ts => ts.map(t => t.getBBox())"
                                                                                   ".map(b => [b.y, b.y + b.height])")
             ticks.sort()
-            assert all(a[1] <= b[0] for a, b in zip(ticks, ticks[1:])), f"axis labels overlap: {ticks}"
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(ticks)), f"axis labels overlap: {ticks}"
             assert_fits_the_phone(page, expect_explorers=2)
         assert page.errors == []
     finally:
