@@ -206,3 +206,13 @@ def test_mask_and_positional_explorers_fit_a_phone_and_list_tables_in_the_order_
         assert page.errors == []
     finally:
         page.close()
+
+
+def test_a_wide_positional_table_still_fits_a_phone(browser):
+    page = phone_show(browser, PositionalEncodingExplorer(max_len=96, d_model=512))
+    try:
+        assert_fits_the_phone(page)
+        assert page.locator(".attn-pe-cell").count() == 96 * 512
+        assert page.errors == []
+    finally:
+        page.close()

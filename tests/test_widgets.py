@@ -350,6 +350,16 @@ def test_positional_explorer_refuses_bad_tables(kwargs, match):
         PositionalEncodingExplorer(**kwargs)
 
 
+def test_positional_tables_keep_the_order_given_even_where_json_sorts_keys():
+    tables = {"sinusoidal": sinusoidal_table(8, 4), "learned": torch.zeros(8, 4), "ALiBi-free": sinusoidal_table(8, 4, 100.0)}
+    p = PositionalEncodingExplorer(encodings=tables)
+    assert p.names == list(tables) and p.encoding == "sinusoidal"
+    saved = json.loads(json.dumps(p.get_state(), sort_keys=True))  # as a saved notebook stores it
+    assert list(saved["encodings"]) != list(tables) and saved["names"] == list(tables)
+    p.update(encodings={"b": torch.zeros(8, 4), "a": torch.ones(8, 4)})
+    assert p.names == ["b", "a"]
+
+
 def test_positional_update_keeps_position_and_pair_where_they_fit():
     p = PositionalEncodingExplorer(position=40, pair=10)
     p.update(torch.randn(20, 8), name="learned")

@@ -85,7 +85,7 @@ function render({ model, el }) {
   // ----- heatmap, rebuilt only when the table changes
   let built = null;
   function buildHeat(d) {
-    const left = 42, top = 34, cw = Math.max(2, Math.min(24, Math.floor(270 / d.D))), chh = Math.max(2, Math.min(12, Math.floor(240 / d.P)));
+    const left = 42, top = 34, cw = Math.min(24, 270 / d.D), chh = Math.min(12, 240 / d.P);  // any table fits ~330 px
     const W = Math.max(210, left + d.D * cw + 12), Ht = top + d.P * chh + 46;
     let vmax = 0;
     for (const r of d.T) for (const v of r) vmax = Math.max(vmax, Math.abs(v));
