@@ -16,6 +16,8 @@ script at ``</SCRIPT>``, ``</script >`` or ``</Script`` too, and treats ``<!--``
 token such as ``</SCRIPT>`` shown by a widget would cut the state short and break the page (or
 let the rest be parsed as HTML). Escaping every ``</`` and ``<!--`` keeps the content the same
 for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same characters).
+
+4. Add the book's own page styles, ``_ext/attn_book.css`` (long headings and inline code wrap on a phone).
 """
 
 from __future__ import annotations
@@ -67,8 +69,20 @@ def trim_page_assets(app, pagename, templatename, context, doctree) -> None:
             context[key] = [a for a in context[key] if not unused(a)]
 
 
+CSS = pathlib.Path(__file__).with_name("attn_book.css")
+
+
+def copy_page_css(app, exception) -> None:
+    """Put ``attn_book.css`` in the site's ``_static`` folder (linked from every page by ``setup``)."""
+    if exception is None and app.builder.format == "html":
+        shutil.copyfile(CSS, pathlib.Path(app.outdir) / "_static" / CSS.name)
+
+
 def setup(app):
     from myst_nb.core import render
+
+    app.add_css_file(CSS.name)
+    app.connect("build-finished", copy_page_css)
 
     render.sanitize_script_content = sanitize_script_content
     app.connect("build-finished", serve_reader_editions)

@@ -126,17 +126,49 @@ def test_mask_explorer_controls_work_from_the_keyboard(watch):
 
 # --- AttentionExplorer ------------------------------------------------------------------------------
 
-def test_tokens_that_look_like_html_are_shown_as_text_and_never_run(watch):
-    page = watch.goto("book/explorers.html")
-    page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
-    view = page.locator(".attn-head-view").first
-    titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
-    for token in ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "</SCRIPT>", "<!--", "&amp;"]:
-        assert any(t.endswith(token) for t in titles), token
-    assert view.locator("img, script").count() == 0
-    assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
-    assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
-    assert _errors(watch) == []
+HOSTILE_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "</SCRIPT>", "<!--", "&amp;",
+                  "a < b && c", "</script >", "end"]
+
+
+def _page_showing_tokens(built_site, tokens) -> str:
+    """Write a copy of the explorers page whose AttentionExplorer shows ``tokens``: its saved widget state is
+    rewritten as the build writes it (JSON, then _ext/attn_book.py's sanitize_script_content), so the tokens
+    take the same path into the page as a chapter's would. Returns the copy's path in the site."""
+    import sys
+
+    from conftest import ROOT
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from attn_book import sanitize_script_content
+
+    from attn.widgets import AttentionExplorer
+
+    html = (built_site / "book" / "explorers.html").read_text()
+    m = re.search(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', html, flags=re.S)
+    state = json.loads(m.group(1))
+    [model] = [v["state"] for v in state["state"].values() if v["state"].get("_anywidget_id", "").endswith("AttentionExplorer")]
+    n, H = len(tokens), model["weights"]["shape"][1]
+    view = AttentionExplorer(tokens, torch.softmax(torch.randn(1, H, n, n), -1))
+    model.update(tokens=view.tokens, key_tokens=view.key_tokens, weights=view.weights, query=-1)
+    path = "book/explorers-tokens-test.html"
+    (built_site / path).write_text(html[:m.start(1)] + sanitize_script_content(json.dumps(state)) + html[m.end(1):])
+    return path
+
+
+def test_tokens_that_look_like_html_are_shown_as_text_and_never_run(built_site, watch):
+    path = _page_showing_tokens(built_site, HOSTILE_TOKENS)
+    try:
+        page = watch.goto(path)
+        page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
+        view = page.locator(".attn-head-view").first
+        titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
+        assert titles == [f"query {i}: {t}" for i, t in enumerate(HOSTILE_TOKENS)]
+        assert view.locator("img, script").count() == 0
+        assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
+        assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
+        assert _errors(watch) == []
+    finally:
+        (built_site / path).unlink()
 
 
 def test_attention_explorer_heads_view_and_hover_respond_without_a_kernel(watch):
@@ -160,7 +192,7 @@ def test_attention_explorer_exports_svg(watch):
         page.locator(".attn-head-view button[name=export][value=svg]").first.click()
     text = open(dl.value.path(), encoding="utf-8").read()
     assert text.lstrip().startswith("<svg") or "<svg" in text[:300]
-    assert "&lt;script&gt;" in text and "<script>" not in text
+    assert "&lt;b&gt;" in text and "<b>" not in text  # the token <b> of the page's example, as text
 
 
 # --- PositionalEncodingExplorer -----------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """attn.widgets, Python side: the masks shown are attn.masks' masks, bad data is refused before anything
 is drawn, reprs are stable, and the saved state stays small."""
 
+import base64
 import json
 import pathlib
 
@@ -195,24 +196,55 @@ def test_attention_explorer_accepts_torch_numpy_3d_5d_and_per_layer_lists():
         assert e.shape == (layers, 4, 3, 3)
     w5 = attn_weights(3, 2, 4, 3, 3)
     e = AttentionExplorer(toks, w5, batch_index=2)
-    assert_close(e.weight_tensor(), w5[2], atol=5e-5, rtol=0)
+    assert_close(e.weight_tensor(), w5[2].double(), atol=1 / 510, rtol=0)
     e = AttentionExplorer(toks, [w5[:, layer] for layer in range(2)], batch_index=1)  # Hugging Face style
-    assert_close(e.weight_tensor(), w5[1], atol=5e-5, rtol=0)
+    assert_close(e.weight_tensor(), w5[1].double(), atol=1 / 510, rtol=0)
 
 
 def test_attention_explorer_takes_recorded_layers_by_name():
     rec = {"layers.0.self_attn": attn_weights(2, 4, 3, 3), "layers.1.self_attn": attn_weights(2, 4, 3, 3, seed=1)}  # (B, H, L, S)
     e = AttentionExplorer(list("abc"), rec, batch_index=1)
     assert e.shape == (2, 4, 3, 3) and e.layer_names == list(rec)
-    assert_close(e.weight_tensor()[1], rec["layers.1.self_attn"][1], atol=5e-5, rtol=0)
+    assert_close(e.weight_tensor()[1], rec["layers.1.self_attn"][1].double(), atol=1 / 510, rtol=0)
     assert AttentionExplorer(list("abc"), rec["layers.0.self_attn"][0]).layer_names == []  # numbered
     with pytest.raises(ValueError, match="layer_names has 1 entries but weights has 2 layer"):
         AttentionExplorer(list("abc"), rec, layer_names=["x"])
 
 
-def test_attention_state_is_rounded_to_4_decimals():
-    e = AttentionExplorer(["x", "y"], torch.tensor([[[[0.123456, 0.876544], [0.5, 0.5]]]]))
-    assert e.weights[0][0][0] == [0.1235, 0.8765]
+def quantization_error_bound(w: torch.Tensor) -> torch.Tensor:
+    """The documented bound per weight: half a step of the row's range, (hi - lo) / 510, plus float32 rounding."""
+    w = w.double()
+    span = w.amax(-1, keepdim=True) - w.amin(-1, keepdim=True)
+    return span / 510 + 2.0**-23 * w.abs().amax(-1, keepdim=True)
+
+
+@pytest.mark.parametrize("normalized", [True, False])
+def test_attention_state_is_8_bit_per_row_within_the_stated_error(normalized):
+    g = torch.Generator().manual_seed(3)
+    scores = 4 * torch.randn(2, 3, 7, 9, generator=g)
+    w = torch.softmax(scores, -1) if normalized else scores.exp()  # unnormalized: any range, up to e^12
+    w[0, 1, 2] = 0.0  # a fully masked query: all zeros
+    w[1, 0, 3, :4] = 0.0  # masked keys
+    e = AttentionExplorer(list("abcdefg"), w, key_tokens=list("ABCDEFGHI"), normalized=normalized)
+    st = e.weights
+    assert st["scheme"] == "uint8-row-minmax" and st["shape"] == [2, 3, 7, 9]
+    assert len(base64.b64decode(st["codes"])) == w.numel()  # one byte per weight
+    assert len(base64.b64decode(st["lo"])) == len(base64.b64decode(st["hi"])) == 4 * 2 * 3 * 7  # float32 per row
+    got = e.weight_tensor()
+    err = (got - w.double()).abs()
+    assert (err <= quantization_error_bound(w)).all(), err.max()
+    if normalized:
+        assert err.max() <= 1 / 255
+    assert (got[0, 1, 2] == 0).all() and (got[1, 0, 3, :4] == 0).all()  # zeros stay exact zeros
+    assert_close(got.amax(-1), w.double().amax(-1), atol=0, rtol=2.0**-23)  # each row's largest weight is exact (float32)
+
+
+def test_update_without_new_weights_keeps_the_8_bit_copy():
+    w = attn_weights(1, 2, 64, 64)  # row sums of the 8-bit copy are off by more than the float32 tolerance
+    e = AttentionExplorer([str(i) for i in range(64)], w)
+    before = dict(e.weights)
+    e.update(tokens=[f"t{i}" for i in range(64)])
+    assert e.weights == before and e.tokens[0] == "t0"
 
 
 @pytest.mark.parametrize(
@@ -318,6 +350,16 @@ def test_positional_explorer_refuses_bad_tables(kwargs, match):
         PositionalEncodingExplorer(**kwargs)
 
 
+def test_positional_tables_keep_the_order_given_even_where_json_sorts_keys():
+    tables = {"sinusoidal": sinusoidal_table(8, 4), "learned": torch.zeros(8, 4), "ALiBi-free": sinusoidal_table(8, 4, 100.0)}
+    p = PositionalEncodingExplorer(encodings=tables)
+    assert p.names == list(tables) and p.encoding == "sinusoidal"
+    saved = json.loads(json.dumps(p.get_state(), sort_keys=True))  # as a saved notebook stores it
+    assert list(saved["encodings"]) != list(tables) and saved["names"] == list(tables)
+    p.update(encodings={"b": torch.zeros(8, 4), "a": torch.ones(8, 4)})
+    assert p.names == ["b", "a"]
+
+
 def test_positional_update_keeps_position_and_pair_where_they_fit():
     p = PositionalEncodingExplorer(position=40, pair=10)
     p.update(torch.randn(20, 8), name="learned")
@@ -346,7 +388,19 @@ def test_standard_examples_have_small_json_serialisable_state(name):
 def test_state_size_grows_with_the_data():
     small = state_size_bytes(AttentionExplorer(list("ab"), attn_weights(1, 1, 2, 2)))
     big = state_size_bytes(AttentionExplorer([str(i) for i in range(12)], attn_weights(2, 4, 12, 12)))
-    assert big - small > 2 * 4 * 12 * 12 * 4  # at least ~4 bytes per weight
+    assert big - small > 2 * 4 * 12 * 12  # at least a byte per weight
+
+
+def test_a_64_token_4_layer_8_head_view_is_under_250_kb():
+    """The largest view the book plans (the variants chapter): 131,072 weights in at most 250 KB of state."""
+    tokens = [f"token{i}" for i in range(64)]
+    w = attn_weights(4, 8, 64, 64)
+    e = AttentionExplorer(tokens, w, layer_names=[f"layer {n}" for n in range(4)])
+    size = state_size_bytes(e)
+    assert size <= 250_000, size
+    per_weight = (size - state_size_bytes(AttentionExplorer(["a"], torch.ones(1, 1, 1)))) / w.numel()
+    assert per_weight < 1.55, per_weight  # base64: 4/3 byte per weight, plus 2 float32 per row of 64 (1/6 byte)
+    assert_close(e.weight_tensor(), w.double(), atol=1 / 255, rtol=0)
 
 
 def test_front_end_files_are_package_data():

@@ -185,6 +185,26 @@ def test_js_head_colours_are_distinct_and_scaling_follows_normalized():
     assert len(got[18]) == 18 and got[18].endswith("\u2026") and got[19] != ""
 
 
+@needs_node
+@pytest.mark.parametrize("normalized", [True, False])
+def test_js_decodes_the_8_bit_weights_to_the_models_within_the_stated_error(normalized):
+    g = torch.Generator().manual_seed(5)
+    scores = 3 * torch.randn(3, 4, 6, 10, generator=g)
+    w = torch.softmax(scores, -1) if normalized else scores.exp()
+    w[1, 2, 4] = 0.0  # a fully masked query
+    e = AttentionExplorer(list("abcdef"), w, key_tokens=list("0123456789"), normalized=normalized)
+    js, plain = call_js("attention_explorer.js", [{"fn": "decodeWeights", "args": [e.weights]},
+                                                  {"fn": "decodeWeights", "args": [[[[[0.25, 0.75]]]]]}])
+    shown = torch.tensor(js, dtype=torch.float64)
+    assert shown.shape == w.shape
+    assert torch.equal(shown, e.weight_tensor())  # the same arithmetic as Python's dequantize_rows, bit for bit
+    span = w.double().amax(-1, keepdim=True) - w.double().amin(-1, keepdim=True)
+    bound = span / 510 + 2.0**-23 * w.double().abs().amax(-1, keepdim=True)
+    assert ((shown - w.double()).abs() <= bound).all()
+    assert (shown[1, 2, 4] == 0).all()
+    assert plain == [[[[0.25, 0.75]]]]  # weights saved before the 8-bit form (nested lists) still draw
+
+
 # --------------------------------------------------------------------------- the sources themselves
 @pytest.mark.parametrize("js", JS_FILES)
 def test_modules_are_self_contained_and_never_parse_data_as_html(js):
@@ -321,7 +341,8 @@ def test_browser_tokens_are_text_never_html_and_explorers_do_not_interfere(show)
 @needs_browser
 def test_browser_head_view_controls_and_keyboard(show):
     w = torch.softmax(torch.randn(2, 3, 5, 5), -1)
-    page = show(AttentionExplorer(list("abcde"), w))
+    e = AttentionExplorer(list("abcde"), w)
+    page = show(e)
     root = page.locator(".host-0 .attn-head-view")
     page.focus(".host-0 .attn-tok[data-q='3']")
     page.keyboard.press("Enter")  # pin query 3
@@ -337,7 +358,8 @@ def test_browser_head_view_controls_and_keyboard(show):
     cells = page.eval_on_selector_all(".host-0 rect.attn-cell", "cs => cs.map(c => [+c.dataset.h, +c.dataset.q, +c.dataset.k, +c.dataset.w])")
     assert len(cells) == 2 * 5 * 5
     for h, q, k, v in cells:
-        assert v == pytest.approx(w[1, h, q, k].item(), abs=5e-5)
+        assert v == e.weight_tensor()[1, h, q, k].item()  # decoded in the browser exactly as in Python
+        assert v == pytest.approx(w[1, h, q, k].item(), abs=1 / 510)  # within the 8-bit error of the model's
 
 
 @needs_browser

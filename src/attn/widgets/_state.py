@@ -1,11 +1,13 @@
 """Helpers shared by the explorers: shaping data for the synced state, and measuring that state.
 
 Everything an explorer shows lives in its synced traits, so the saved notebook (and the static book)
-carries it. That state is JSON: numbers are rounded to 4 decimals to keep it small.
+carries it. That state is JSON: tables are rounded to 4 decimals; attention weights, the bulk of it,
+are stored 8-bit quantised per row (:func:`quantize_rows`), about 1.4 bytes per weight.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import pathlib
 
@@ -49,3 +51,49 @@ def rounded(a: np.ndarray) -> list:
 
 def fmt(shape) -> str:
     return _checks.fmt(shape)
+
+
+# ----- 8-bit row quantisation of attention weights
+#
+# Each row x (one query's weights over the S keys) is stored as
+#     lo = min(x), hi = max(x)                        float32 (little-endian), one pair per row
+#     code[j] = round(255 * (x[j] - lo) / (hi - lo))  uint8 (0 where hi == lo)
+# and read back as  x'[j] = lo + code[j] * (hi - lo) / 255.
+# Error bound: |x'[j] - x[j]| <= (hi - lo) / 510 (half a step), plus the float32 rounding of lo and hi
+# (relative 2**-24). For softmax weights hi - lo <= 1, so the error is <= 1/510 < 1/255. A row's
+# smallest and largest values are exact up to float32, so a zero weight (a masked key) stays 0 exactly
+# when the row has one, and a fully masked row (all zeros) stays all zeros.
+# codes, lo and hi are base64 strings: codes in C order over (layers, heads, L, S), lo/hi over (layers, heads, L).
+QUANT_SCHEME = "uint8-row-minmax"
+
+
+def _b64(a: np.ndarray) -> str:
+    return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
+
+
+def quantize_rows(a: np.ndarray) -> dict:
+    """8-bit codes per row of ``a`` (last axis), with each row's float32 min and max; JSON-ready.
+
+    Returns:
+        ``{"scheme", "shape", "lo", "hi", "codes"}``: ``lo``/``hi`` base64 float32 (little-endian) of shape
+        ``a.shape[:-1]``, ``codes`` base64 uint8 of shape ``a.shape``. :func:`dequantize_rows` (and the
+        front end's ``decodeWeights``) read it back within ``(hi - lo) / 510`` of ``a`` (see the module).
+    """
+    a = np.asarray(a, dtype=np.float64)
+    lo = a.min(-1).astype("<f4")  # (..., ) stored exactly as it is read back
+    hi = a.max(-1).astype("<f4")
+    lo64, span = lo.astype(np.float64)[..., None], (hi.astype(np.float64) - lo.astype(np.float64))[..., None]
+    safe = np.where(span > 0, span, 1.0)
+    codes = np.where(span > 0, np.rint((a - lo64) / safe * 255.0), 0.0).clip(0, 255).astype(np.uint8)
+    return {"scheme": QUANT_SCHEME, "shape": [int(n) for n in a.shape], "lo": _b64(lo), "hi": _b64(hi), "codes": _b64(codes)}
+
+
+def dequantize_rows(q: dict) -> np.ndarray:
+    """Float64 array back from :func:`quantize_rows`'s dict (the same arithmetic as the front end)."""
+    if q.get("scheme") != QUANT_SCHEME:
+        raise ValueError(f"unknown weights encoding {q.get('scheme')!r}, expected {QUANT_SCHEME!r}")
+    shape = tuple(q["shape"])
+    lo = np.frombuffer(base64.b64decode(q["lo"]), dtype="<f4").astype(np.float64).reshape(shape[:-1] + (1,))
+    hi = np.frombuffer(base64.b64decode(q["hi"]), dtype="<f4").astype(np.float64).reshape(shape[:-1] + (1,))
+    codes = np.frombuffer(base64.b64decode(q["codes"]), dtype=np.uint8).astype(np.float64).reshape(shape)
+    return lo + codes * ((hi - lo) / 255.0)

@@ -5,7 +5,8 @@
 const SVGNS = "http://www.w3.org/2000/svg";
 const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
 const PALETTE = ["#3b75af", "#e8772e", "#3a923a", "#c03d3e", "#8c6bb1", "#8c564b", "#d45fb0", "#5f6b6d", "#a0a014", "#1ba3b6"];
-const WIDTH = 660;
+const WIDTH = 660;  // the widest layout drawn; narrower screens get a narrower one, or a scrolling figure
+const NARROW = 480;
 
 /** A distinct colour per head: ten hand-picked, then golden-angle hues. */
 export function headColor(h) {
@@ -17,6 +18,32 @@ export function shortToken(tok, max = 18) {
   const s = String(tok);
   if (s.trim() === "") return s.length ? "\u2423".repeat(Math.min(s.length, 3)) : "\u2205";
   return s.length > max ? s.slice(0, max - 1) + "\u2026" : s;
+}
+
+function fromBase64(b64) {
+  const bin = atob(b64), out = new Uint8Array(bin.length);
+  for (let n = 0; n < bin.length; n++) out[n] = bin.charCodeAt(n);
+  return out;
+}
+
+/**
+ * The weights (layers, heads, L, S) as nested arrays, decoded from the synced 8-bit form written by
+ * attn/widgets/_state.py quantize_rows: per row float32 lo and hi, uint8 codes; w = lo + code * (hi - lo) / 255,
+ * within (hi - lo) / 510 of the model's weight. Plain nested arrays (older saved notebooks) pass through.
+ */
+export function decodeWeights(enc) {
+  if (Array.isArray(enc)) return enc;
+  if (!enc || enc.scheme !== "uint8-row-minmax") throw new Error(`unknown weights encoding ${enc && enc.scheme}`);
+  const [layers, heads, L, S] = enc.shape, codes = fromBase64(enc.codes);
+  const f32 = (b64) => { const b = fromBase64(b64), v = new DataView(b.buffer); return (n) => v.getFloat32(4 * n, true); };
+  const lo = f32(enc.lo), hi = f32(enc.hi);
+  let row = 0;
+  return Array.from({ length: layers }, () => Array.from({ length: heads }, () => Array.from({ length: L }, () => {
+    const a = lo(row), step = (hi(row) - a) / 255, off = row * S, out = new Array(S);
+    for (let j = 0; j < S; j++) out[j] = a + codes[off + j] * step;
+    row++;
+    return out;
+  })));
 }
 
 /** The value that maps to full opacity: 1 for probabilities, else the largest weight. */
@@ -40,8 +67,16 @@ function s(tag, attrs = {}, text) {
   return e;
 }
 const tip = (node, text) => { node.append(s("title", {}, text)); return node; };
-const charW = (n) => Math.min(18, n) * 7 + 4;
-const maxLen = (toks) => Math.max(1, ...toks.map((t) => shortToken(t).length));
+
+// Text widths are measured (canvas, same font) so labels get the room they need, bold included.
+let ctx2d = null;
+function textW(str, size, bold = false) {
+  if (ctx2d === null) { try { ctx2d = document.createElement("canvas").getContext("2d") || false; } catch (e) { ctx2d = false; } }
+  if (!ctx2d) return String(str).length * size * (bold ? 0.66 : 0.6);
+  ctx2d.font = `${bold ? 700 : 400} ${size}px ${FONT}`;
+  return ctx2d.measureText(String(str)).width;
+}
+const widest = (toks, size, bold) => Math.max(0, ...toks.map((t) => textW(shortToken(t), size, bold)));
 
 function download(el, url, name) {
   const a = h("a", { href: url, download: name, hidden: true });
@@ -64,8 +99,9 @@ function render({ model, el }) {
       h("span", { class: "attn-field", "data-control": "export" }, pngBtn, svgBtn)),
     h("div", { class: "attn-controls", "data-control": "heads" }, h("span", { class: "attn-field" }, "heads"), headBox, allBtn));
   const figure = h("div", { class: "attn-figure" });
+  const cue = h("div", { class: "attn-scroll-cue", hidden: true }, "\u2194 wider than the screen: scroll the figure sideways");
   const readout = h("div", { class: "attn-readout", "aria-live": "polite" });
-  root.append(figure, readout);
+  root.append(cue, figure, readout);
 
   let hover = null, svg = null, parts = null;
   const get = (k) => model.get(k);
@@ -102,6 +138,7 @@ function render({ model, el }) {
   const serialize = () => {
     const c = svg.cloneNode(true);
     c.setAttribute("xmlns", SVGNS);
+    c.prepend(s("rect", { width: c.getAttribute("width"), height: c.getAttribute("height"), fill: "#fff" }));  // on screen: the page's own white
     c.querySelectorAll("[tabindex]").forEach((n) => n.removeAttribute("tabindex"));
     return new XMLSerializer().serializeToString(c);
   };
@@ -122,8 +159,15 @@ function render({ model, el }) {
   figure.addEventListener("pointerleave", () => { hover = null; highlight(); });
   figure.addEventListener("focusout", (e) => { if (!figure.contains(e.relatedTarget)) { hover = null; highlight(); } });
 
+  let cache = { enc: null, W: null };
+  const weights = () => {
+    const enc = get("weights");
+    if (cache.enc !== enc) cache = { enc, W: decodeWeights(enc) };
+    return cache.W;
+  };
+
   function data() {
-    const W = get("weights"), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
+    const W = weights(), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
     const H = W[0].length, shown = get("heads");
     const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
     const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : `Layer ${layer + 1}`;
@@ -148,30 +192,43 @@ function render({ model, el }) {
     Object.assign(root.dataset, { view: d.view, layer: d.layer, heads: d.active.join(","), query: get("query") });
   }
 
-  function legend(d, y) {
-    const g = s("g", { class: "attn-legend", transform: `translate(12, ${y})`, "font-size": 11, fill: "#555" });
-    let x = 0;
+  /** Legend items laid out in rows no wider than `maxW`; returns the group (at y 0) and its height. */
+  function legend(d, maxW) {
+    const size = 11, g = s("g", { class: "attn-legend", "font-size": size, fill: "#555" }), items = [];
     for (const hd of d.active) {
-      g.append(s("rect", { x, y: -9, width: 10, height: 10, rx: 2, fill: headColor(hd) }), s("text", { x: x + 14, y: 0 }, `head ${hd + 1}`));
-      x += 62;
+      const label = `head ${hd + 1}`, w = 14 + textW(label, size);
+      items.push([w, (x, y) => [s("rect", { x, y: y - 9, width: 10, height: 10, rx: 2, fill: headColor(hd) }), s("text", { x: x + 14, y }, label)]]);
     }
-    x += 10;
-    g.append(s("text", { x, y: 0 }, d.view === "lines" ? "line opacity = weight:  0" : "weight:  0"));
-    x += d.view === "lines" ? 146 : 70;
-    for (let n = 0; n < 10; n++) g.append(s("rect", { x: x + n * 9, y: -9, width: 9, height: 10, fill: "#222", "fill-opacity": n / 9 }));
-    g.append(s("rect", { x, y: -9, width: 90, height: 10, fill: "none", stroke: "#ccc" }));
-    g.append(s("text", { x: x + 96, y: 0 }, d.scale === 1 ? "1" : d.scale.toFixed(3)));
-    return g;
+    const lab = d.view === "lines" ? "line opacity = weight:" : "weight:", top = d.scale === 1 ? "1" : d.scale.toFixed(3);
+    const w0 = textW(lab + " 0", size) + 6, rampW = 90;
+    items.push([w0 + rampW + 6 + textW(top, size), (x, y) => [
+      s("text", { x, y }, lab + " 0"),
+      ...Array.from({ length: 10 }, (_, n) => s("rect", { x: x + w0 + n * 9, y: y - 9, width: 9, height: 10, fill: "#222", "fill-opacity": n / 9 })),
+      s("rect", { x: x + w0, y: y - 9, width: rampW, height: 10, fill: "none", stroke: "#ccc" }),
+      s("text", { x: x + w0 + rampW + 6, y }, top)]]);
+    let x = 0, y = 0;
+    items.forEach(([w, make], n) => {
+      if (x > 0 && x + w > maxW) { x = 0; y += 16; }
+      if (n === items.length - 1 && x > 0) x += 8;  // a little space before the opacity scale
+      if (x > 0 && x + w > maxW) { x = 0; y += 16; }
+      g.append(...make(x, y));
+      x += w + 12;
+    });
+    return { g, height: y + 16 };
   }
 
+  const available = () => Math.min(WIDTH, Math.max(0, figure.clientWidth || root.clientWidth || WIDTH) - 2);
+
   function drawLines(d) {
-    const rowH = 22, top = 46, L = d.q.length, S = d.k.length;
-    const qW = Math.max(56, charW(maxLen(d.q))), kW = Math.max(40, charW(maxLen(d.k))), barsW = 70;
-    const gap = Math.max(150, Math.min(320, WIDTH - 24 - qW - kW - barsW));
-    const x0 = 12 + qW, x1 = x0 + gap, W = x1 + kW + barsW + 12, Ht = top + Math.max(L, S) * rowH + 34;
+    const rowH = 22, top = 46, L = d.q.length, S = d.k.length, avail = available();
+    const qW = Math.max(50, Math.ceil(widest(d.q, 13, true)) + 6), kW = Math.max(36, Math.ceil(widest(d.k, 13)) + 4);
+    const barLen = avail < NARROW ? 40 : 60, barsW = barLen + 10;
+    const gap = Math.max(60, Math.min(320, avail - 24 - qW - kW - barsW));
+    const x0 = 12 + qW, x1 = x0 + gap, W = Math.max(x1 + kW + barsW + 12, Math.min(avail, WIDTH));
+    const leg = legend(d, W - 24), Ht = top + Math.max(L, S) * rowH + 14 + leg.height;
     const root_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
       "aria-label": `attention lines, ${d.name}` });
-    root_.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
+    root_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, d.name),
       s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#888" }, "queries"),
       s("text", { x: x1, y: 36, "font-size": 11, fill: "#888" }, "keys"));
@@ -200,21 +257,25 @@ function render({ model, el }) {
       ks.append(tip(g, `key ${j}: ${tok}`));
     });
     const bars = s("g", { class: "attn-bars" });
-    root_.append(lines, qs, ks, bars, legend(d, Ht - 12));
-    return { svg: root_, lines, bars, barX: x1 + kW + 8, rowH, yq };
+    leg.g.setAttribute("transform", `translate(12, ${top + Math.max(L, S) * rowH + 22})`);
+    root_.append(lines, qs, ks, bars, leg.g);
+    return { svg: root_, lines, bars, barX: x1 + kW + 6, barLen, rowH, yq };
   }
 
   function drawHeatmap(d) {
     const L = d.q.length, S = d.k.length, n = d.active.length;
-    const cols = n <= 1 ? 1 : 2, labW = charW(maxLen(d.q)), topH = Math.min(18, maxLen(d.k)) * 6.6 + 12;
-    const panelW = (WIDTH - 24 - (cols - 1) * 24) / cols;
-    const c = Math.max(6, Math.min(30, Math.floor((panelW - labW - 6) / S)));
+    const avail = available(), labW = Math.ceil(widest(d.q, 12, true)) + 4, topH = Math.ceil(widest(d.k, 11)) + 12;
+    const cell = (cols) => Math.floor(((avail - 24 - (cols - 1) * 24) / cols - labW - 6) / S);
+    const cols = n > 1 && cell(2) >= 10 ? 2 : 1;  // two maps side by side only where their cells stay readable
+    const c = Math.max(6, Math.min(30, cell(cols)));
     const pw = labW + 6 + S * c, ph = 20 + topH + L * c, rows = Math.ceil(n / cols);
-    const W = Math.max(300, 24 + cols * pw + (cols - 1) * 24), Ht = 24 + Math.max(1, rows) * (ph + 16) + 30;
+    const title = `${d.name}: rows = queries, columns = keys`;
+    const W = Math.max(24 + cols * pw + (cols - 1) * 24, Math.min(avail, WIDTH), Math.ceil(textW(title, 12, true)) + 24);
+    const leg = legend(d, W - 24), Ht = 24 + Math.max(1, rows) * (ph + 16) + 8 + leg.height;
     const svg_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
       "aria-label": `attention heatmaps, ${d.name}` });
-    svg_.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
-      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, `${d.name}: rows = queries, columns = keys`));
+    svg_.append(
+      s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, title));
     if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#888" }, "No head selected: turn one on above."));
     const outlines = [];
     d.active.forEach((hd, a) => {
@@ -241,7 +302,8 @@ function render({ model, el }) {
       g.append(o); outlines.push({ o, oy, c });
       svg_.append(g);
     });
-    if (n) svg_.append(legend(d, Ht - 12));
+    leg.g.setAttribute("transform", `translate(12, ${24 + Math.max(1, rows) * (ph + 16) + 12})`);
+    if (n) svg_.append(leg.g);
     return { svg: svg_, outlines };
   }
 
@@ -264,7 +326,7 @@ function render({ model, el }) {
         const bh = Math.max(2, (parts.rowH - 6) / d.active.length);
         d.k.forEach((_, j) => d.active.forEach((hd, a) => {
           const w = d.W[hd][i][j];
-          bars.push(s("rect", { x: parts.barX, y: parts.yq(j) - (parts.rowH - 6) / 2 + a * bh, width: Math.max(0.5, (60 * w) / d.scale),
+          bars.push(s("rect", { x: parts.barX, y: parts.yq(j) - (parts.rowH - 6) / 2 + a * bh, width: Math.max(0.5, (parts.barLen * w) / d.scale),
             height: bh - 0.5, fill: headColor(hd), "data-h": hd, "data-k": j }));
         }));
       }
@@ -292,14 +354,38 @@ function render({ model, el }) {
     parts = d.view === "lines" ? drawLines(d) : drawHeatmap(d);
     svg = parts.svg;
     figure.replaceChildren(svg);
+    drawnFor = available();
+    markScroll();
     highlight();
   }
+
+  // A figure wider than its column scrolls inside it (never the page), and says so.
+  let drawnFor = null, pending = null;
+  function markScroll() {
+    const scrolls = figure.scrollWidth > figure.clientWidth + 1;
+    cue.hidden = !scrolls;
+    root.dataset.scrolls = String(scrolls);
+    for (const [k, v] of [["tabindex", "0"], ["role", "region"], ["aria-label", "figure, scrolls sideways"]]) {
+      if (scrolls) figure.setAttribute(k, v); else figure.removeAttribute(k);
+    }
+  }
+  const resized = new ResizeObserver(() => {
+    if (pending) return;
+    pending = requestAnimationFrame(() => {
+      pending = null;
+      if (Math.abs(available() - drawnFor) >= 8) draw(); else markScroll();
+    });
+  });
+  resized.observe(root);
 
   const redraw = ["tokens", "key_tokens", "weights", "normalized", "layer", "heads", "view", "layer_names"].map((k) => `change:${k}`);
   redraw.forEach((ev) => model.on(ev, draw));
   model.on("change:query", highlight);
   draw();
-  return () => { redraw.forEach((ev) => model.off(ev, draw)); model.off("change:query", highlight); };
+  return () => {
+    resized.disconnect(); if (pending) cancelAnimationFrame(pending);
+    redraw.forEach((ev) => model.off(ev, draw)); model.off("change:query", highlight);
+  };
 }
 
 export default { render };

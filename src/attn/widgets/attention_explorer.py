@@ -1,7 +1,7 @@
 """AttentionExplorer: attention weights ``(layers, heads, L, S)`` as a head view, lines or heatmaps.
 
-Weights are checked here, before anything is drawn, and kept (rounded to 4 decimals) in the synced
-state; ``attention_explorer.js`` draws them, so the view answers hover, clicks and keys in the static
+Weights are checked here, before anything is drawn, and kept in the synced state 8-bit quantised per
+row (``_state.quantize_rows``: error at most 1/510 of the row's range, so < 1/255 for softmax weights); ``attention_explorer.js`` draws them, so the view answers hover, clicks and keys in the static
 book too. Tokens are shown as text only, never parsed as HTML.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import traitlets as t
 
-from attn.widgets._state import CSS, HERE, as_array, fmt, rounded
+from attn.widgets._state import CSS, HERE, as_array, dequantize_rows, fmt, quantize_rows
 
 __all__ = ["AttentionExplorer"]
 
@@ -64,10 +64,11 @@ def _weights(weights, batch_index: int) -> tuple[np.ndarray, tuple[int, ...]]:
     return a, shape
 
 
-def check(tokens, key_tokens, weights, *, batch_index: int = 0, normalized: bool = True):
+def check(tokens, key_tokens, weights, *, batch_index: int = 0, normalized: bool = True, quantized: bool = False):
     """Validate the explorer's data; returns ``(tokens, key_tokens, weights (layers, heads, L, S))``.
 
-    Errors name the argument, the shape received and the shape expected.
+    Errors name the argument, the shape received and the shape expected. ``quantized``: the weights are
+    the explorer's own 8-bit copy, so row sums may be off by up to ``S / 510``.
     """
     q = _tokens("tokens", tokens)
     k = q if key_tokens is None else _tokens("key_tokens", key_tokens)
@@ -92,7 +93,7 @@ def check(tokens, key_tokens, weights, *, batch_index: int = 0, normalized: bool
                          f"{read}); attention weights are >= 0: pass softmax outputs, not scores")
     if normalized:
         sums = a.sum(-1)  # (layers, heads, L)
-        tol = 1e-3 + 5e-5 * S  # float32 softmax, or weights already rounded to 4 decimals
+        tol = 1e-3 + 5e-5 * S + (S / 510 if quantized else 0)  # float32 softmax, rounded weights, 8-bit copy
         off = ~((np.abs(sums - 1.0) <= tol) | (sums == 0))
         if off.any():
             at = list(map(int, np.argwhere(off)[0]))
@@ -139,7 +140,7 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     tokens = t.List(t.Unicode()).tag(sync=True)
     key_tokens = t.List(t.Unicode()).tag(sync=True)
-    weights = t.List().tag(sync=True)  # (layers, heads, L, S), 4 decimals
+    weights = t.Dict().tag(sync=True)  # (layers, heads, L, S), 8-bit per row: see _state.quantize_rows
     normalized = t.Bool(True).tag(sync=True)
     layer = t.Int(0).tag(sync=True)
     heads = t.List(t.Bool()).tag(sync=True)  # shown or not, one per head
@@ -174,7 +175,7 @@ class AttentionExplorer(anywidget.AnyWidget):
             raise ValueError(f"heads={list(heads)} must be head indices in [0, {H})")
         if query is not None and not 0 <= query < L:
             raise ValueError(f"query={query} is out of range for {L} query tokens")
-        super().__init__(tokens=q, key_tokens=k, weights=rounded(a), normalized=normalized, layer=layer % layers,
+        super().__init__(tokens=q, key_tokens=k, weights=quantize_rows(a), normalized=normalized, layer=layer % layers,
                          heads=shown, view=view, query=-1 if query is None else query, layer_names=names)
 
     @t.validate("view")
@@ -186,12 +187,15 @@ class AttentionExplorer(anywidget.AnyWidget):
     @property
     def shape(self) -> tuple[int, int, int, int]:
         """``(layers, heads, L, S)`` of the weights held."""
-        a = self.weights
-        return len(a), len(a[0]), len(a[0][0]), len(a[0][0][0])
+        layers, H, L, S = self.weights["shape"]
+        return layers, H, L, S
 
     def weight_tensor(self) -> torch.Tensor:
-        """The weights held (rounded to 4 decimals), float32 ``(layers, heads, L, S)``."""
-        return torch.tensor(self.weights, dtype=torch.float32)
+        """The weights as the front end shows them (decoded from 8 bits), float64 ``(layers, heads, L, S)``.
+
+        Each differs from the weights given by at most ``(hi - lo) / 510``, ``hi``/``lo`` its row's extremes.
+        """
+        return torch.from_numpy(dequantize_rows(self.weights))
 
     def update(self, tokens=None, weights=None, *, key_tokens=None, batch_index: int = 0, normalized: bool | None = None,
                layer_names: Sequence[str] | None = None) -> None:
@@ -203,15 +207,17 @@ class AttentionExplorer(anywidget.AnyWidget):
         q = self.tokens if tokens is None else tokens
         k = key_tokens if key_tokens is not None else (None if self_att else self.key_tokens)
         norm = self.normalized if normalized is None else normalized
-        w = self.weight_tensor().double() if weights is None else weights
-        q, k, a = check(q, k, w, batch_index=batch_index, normalized=norm)
+        w = self.weight_tensor() if weights is None else weights
+        q, k, a = check(q, k, w, batch_index=batch_index, normalized=norm, quantized=weights is None)
         layers, H, L, _ = a.shape
         if weights is None and layer_names is None:
-            layer_names = self.layer_names
+            layer_names = self.layer_names or None  # [] means numbered
         names = _layer_names(weights, layers, layer_names)
         old = self.heads
         with self.hold_sync():
-            self.tokens, self.key_tokens, self.weights, self.normalized = q, k, rounded(a), norm
+            self.tokens, self.key_tokens, self.normalized = q, k, norm
+            if weights is not None:  # the stored 8-bit copy is kept as it is otherwise
+                self.weights = quantize_rows(a)
             self.layer_names = names
             self.layer = min(self.layer, layers - 1)
             self.heads = [old[h] if h < len(old) else True for h in range(H)]

@@ -73,7 +73,8 @@ function render({ model, el }) {
   });
 
   function data() {
-    const encs = model.get("encodings") || {}, names = Object.keys(encs);
+    const encs = model.get("encodings") || {}, keys = Object.keys(encs), given = model.get("names") || [];
+    const names = [...given.filter((n) => keys.includes(n)), ...keys.filter((n) => !given.includes(n))];  // order given
     const name = names.includes(model.get("encoding")) ? model.get("encoding") : names[0];
     const T = encs[name] || [[0]], P = T.length, D = T[0].length, pairs = Math.floor(D / 2);
     const p = Math.min(P - 1, Math.max(0, model.get("position") | 0));
@@ -84,7 +85,7 @@ function render({ model, el }) {
   // ----- heatmap, rebuilt only when the table changes
   let built = null;
   function buildHeat(d) {
-    const left = 42, top = 34, cw = Math.max(2, Math.min(24, Math.floor(270 / d.D))), chh = Math.max(2, Math.min(12, Math.floor(240 / d.P)));
+    const left = 42, top = 34, cw = Math.min(24, 270 / d.D), chh = Math.min(12, 240 / d.P);  // any table fits ~330 px
     const W = Math.max(210, left + d.D * cw + 12), Ht = top + d.P * chh + 46;
     let vmax = 0;
     for (const r of d.T) for (const v of r) vmax = Math.max(vmax, Math.abs(v));
@@ -126,7 +127,9 @@ function render({ model, el }) {
     const step = niceStep(2 * K, 6);
     for (let k = -Math.floor(K / step) * step; k <= K; k += step) svg.append(s("text", { x: x(k), y: t + ph + 13, "text-anchor": "middle", fill: "#888" }, String(k)));
     svg.append(s("text", { x: l + pw / 2, y: Ht - 3, "text-anchor": "middle", fill: "#777" }, "offset k"));
-    for (const v of [built.lo, 0, built.hi]) svg.append(s("text", { x: l - 4, y: y(v) + 4, "text-anchor": "end", fill: "#888" }, fmt(v)));
+    const ticks = [];  // 0 and the extremes, leaving out any that would overlap one already placed
+    for (const v of [0, built.hi, built.lo]) if (ticks.every((u) => Math.abs(y(u) - y(v)) >= 12)) ticks.push(v);
+    for (const v of ticks) svg.append(s("text", { class: "attn-pe-ytick", x: l - 4, y: y(v) + 4, "text-anchor": "end", fill: "#888" }, fmt(v)));
     svg.append(s("polyline", { class: "attn-pe-curve", points: offsets.map((k, n) => `${x(k).toFixed(1)},${y(dots[n]).toFixed(1)}`).join(" "),
       fill: "none", stroke: "#2f6db3", "stroke-width": 1.6, "data-offsets": offsets.join(","), "data-dots": dots.map((v) => v.toFixed(4)).join(",") }));
     svg.append(s("circle", { cx: x(0), cy: y(dots[d.p]), r: 3.5, fill: "#2f6db3" }));
@@ -177,7 +180,7 @@ function render({ model, el }) {
       (d.pairs ? `its columns ${2 * d.i} and ${2 * d.i + 1} (red outline) are the point on the circle.` : "");
   }
 
-  const events = ["encodings", "encoding", "position", "pair"].map((k) => `change:${k}`);
+  const events = ["encodings", "names", "encoding", "position", "pair"].map((k) => `change:${k}`);
   events.forEach((ev) => model.on(ev, update));
   update();
   return () => { stop(); events.forEach((ev) => model.off(ev, update)); };

@@ -38,6 +38,7 @@ class PositionalEncodingExplorer(anywidget.AnyWidget):
     _css = CSS
 
     encodings = t.Dict().tag(sync=True)  # name -> (positions, D) nested lists, 4 decimals
+    names = t.List(t.Unicode()).tag(sync=True)  # the tables' order as given (a saved notebook sorts dict keys)
     encoding = t.Unicode().tag(sync=True)
     position = t.Int(0).tag(sync=True)
     pair = t.Int(0).tag(sync=True)
@@ -71,7 +72,7 @@ class PositionalEncodingExplorer(anywidget.AnyWidget):
             raise ValueError(f"position={position} is out of range for the {encoding!r} table of shape ({P}, {D})")
         if not 0 <= pair < max(1, D // 2):
             raise ValueError(f"pair={pair} is out of range: the {encoding!r} table has D={D}, so pairs 0..{D // 2 - 1}")
-        super().__init__(encodings=tables, encoding=encoding, position=position, pair=pair)
+        super().__init__(encodings=tables, names=list(tables), encoding=encoding, position=position, pair=pair)
 
     def table(self, name: str | None = None) -> torch.Tensor:
         """The table held (rounded to 4 decimals), float32 ``(positions, D)``; default: the one shown."""
@@ -91,12 +92,12 @@ class PositionalEncodingExplorer(anywidget.AnyWidget):
         enc = self.encoding if self.encoding in tables else next(iter(tables))
         P, D = len(tables[enc]), len(tables[enc][0])
         with self.hold_sync():
-            self.encodings, self.encoding = tables, enc
+            self.encodings, self.names, self.encoding = tables, list(tables), enc
             self.position, self.pair = min(self.position, P - 1), min(self.pair, max(0, D // 2 - 1))
 
     def __repr__(self) -> str:
         P, D = len(self.encodings[self.encoding]), len(self.encodings[self.encoding][0])
-        return f"PositionalEncodingExplorer(encodings={list(self.encodings)}, shown={self.encoding!r}, shape=({P}, {D}))"
+        return f"PositionalEncodingExplorer(encodings={self.names}, shown={self.encoding!r}, shape=({P}, {D}))"
 
 
 def _check(encodings: Mapping[str, object]) -> dict[str, list]:
