@@ -89,19 +89,22 @@ def run(model_name: str, task: str, n: int, seed: int, *, steps: int = STEPS) ->
     torch.manual_seed(seed)
     model = MODELS[model_name]()
     loss_fn = lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1])  # noqa: E731
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     losses = attn.train.train(model, lambda s: batch(task, n, BATCH, seed=10_000 * seed + s), loss_fn,
                               steps=steps, lr=LR, warmup=steps // 10, seed=seed, progress=False)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     tokens, target = batch(task, n, 1000, seed=999_999)  # held out: seeds never used in training
     with torch.no_grad():
         acc = (model(tokens).argmax(-1) == target).float().mean().item()
     return dict(model=model_name, task=task, n=n, distance=distance(task, n), seed=seed, accuracy=round(acc, 4),
                 final_loss=round(sum(losses[-20:]) / 20, 4), train_seconds=round(seconds, 2),
+                train_cpu_seconds=round(cpu, 2),
                 parameters=parameters(model), chance=round(1 / VOCAB, 4))
 
 
 def main(argv: list[str]) -> None:
+    """``python scripts/long_range.py [OUT.json]`` (default: the file the chapter reads)."""
+    out = pathlib.Path(argv[0]) if argv else OUT
     torch.set_num_threads(1)
     rows = []
     for n in LENGTHS:
@@ -110,10 +113,10 @@ def main(argv: list[str]) -> None:
                 for seed in SEEDS:
                     rows.append(run(name, task, n, seed))
                     print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
-    OUT.parent.mkdir(exist_ok=True)
+    out.parent.mkdir(exist_ok=True)
     meta = dict(steps=STEPS, batch=BATCH, lr=LR, vocab=VOCAB, threads=1, torch=torch.__version__,
                 command="PYTHONPATH=src python scripts/long_range.py")
-    OUT.write_text(json.dumps(dict(meta=meta, runs=rows), indent=1) + "\n")
+    out.write_text(json.dumps(dict(meta=meta, runs=rows), indent=1) + "\n")
 
 
 if __name__ == "__main__":
