@@ -48,7 +48,7 @@ def test_stored_results_cover_every_model_task_length_with_at_least_three_seeds(
             for n in long_range.LENGTHS:
                 seeds = {r["seed"] for r in runs if (r["model"], r["task"], r["n"]) == (model, task, n)}
                 assert len(seeds) >= 3, (model, task, n, seeds)
-    assert all(0.0 <= r["accuracy"] <= 1.0 and r["train_seconds"] > 0 for r in runs)
+    assert all(0.0 <= r["accuracy"] <= 1.0 and r["train_seconds"] > 0 and r["train_cpu_seconds"] > 0 for r in runs)
 
 
 def test_models_compared_have_similar_parameter_counts():
