@@ -20,7 +20,7 @@ exactly as in :func:`torch.nn.functional.scaled_dot_product_attention`. A floati
 zeros, never NaN.
 """
 
-from attn import blocks, data, functional, masks, models, positional, train, viz
+from attn import blocks, data, efficient, functional, masks, models, positional, train, viz
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import (
@@ -64,6 +64,7 @@ __all__ = [
     "T5RelativePositionBias",
     "blocks",
     "data",
+    "efficient",
     "models",
     "train",
     "functional",

@@ -1,0 +1,40 @@
+"""Efficient attention: what really saves compute and memory on long sequences, and what it costs.
+
+- :mod:`~attn.efficient.tiled`: exact attention in tiles with the online softmax (FlashAttention's
+  algorithm in PyTorch): ``O(L)`` memory, same result.
+- :mod:`~attn.efficient.sparse`: sliding-window attention computed in bands (``O(L·w)``), and the
+  Longformer and BigBird patterns on top of it.
+- :mod:`~attn.efficient.linear`: kernel (linear) attention, parallel and recurrent; Linformer.
+- :mod:`~attn.efficient.memory`: grouped-query / multi-query attention, gradient checkpointing.
+- :mod:`~attn.efficient.recurrence`: Transformer-XL-style segment recurrence.
+
+Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
+"""
+
+from attn.efficient.linear import (
+    LinformerProjection,
+    elu_feature_map,
+    linear_attention,
+    linear_attention_recurrent,
+    linformer_attention,
+)
+from attn.efficient.memory import GroupedQueryAttention, checkpointed, kv_cache_bytes, saved_activation_bytes
+from attn.efficient.sparse import banded_attention, bigbird_attention, longformer_attention, random_keys
+from attn.efficient.tiled import tiled_attention
+
+__all__ = [
+    "GroupedQueryAttention",
+    "LinformerProjection",
+    "banded_attention",
+    "bigbird_attention",
+    "checkpointed",
+    "elu_feature_map",
+    "kv_cache_bytes",
+    "linear_attention",
+    "linear_attention_recurrent",
+    "linformer_attention",
+    "longformer_attention",
+    "random_keys",
+    "saved_activation_bytes",
+    "tiled_attention",
+]
