@@ -276,3 +276,27 @@ def test_checkpointing_keeps_results_and_gradients_and_saves_activation_memory()
         torch.testing.assert_close(a, b)
     assert s1 == 3 * x.nbytes  # only each layer's input is kept
     assert s0 > 10 * s1
+
+
+# --- the swappable layer -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind,kwargs", [("full", {}), ("tiled", {}), ("window", {"window": 100})])
+def test_swapped_exact_kinds_give_the_model_its_original_output(kind, kwargs):
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=30, causal=True).eval()
+    tokens = torch.randint(0, 20, (2, 30))
+    expected = model(tokens)
+    ef.swap_attention(model, kind, **kwargs)
+    assert isinstance(model.layers[0].self_attn, ef.EfficientSelfAttention)
+    torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_swapped_approximate_kinds_run_and_reject_what_they_cannot_do():
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=30)
+    tokens = torch.randint(0, 20, (2, 30))
+    assert ef.swap_attention(model, "linformer", rank=4, seq_len=30)(tokens).shape == (2, 30, 20)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        ef.EfficientSelfAttention(16, 2, "sparse")
+    with pytest.raises(ValueError, match="cannot be causal"):
+        ef.EfficientSelfAttention(16, 2, "linformer", rank=4, seq_len=30)(torch.randn(1, 30, 16), is_causal=True)

@@ -6,11 +6,13 @@
   Longformer and BigBird patterns on top of it.
 - :mod:`~attn.efficient.linear`: kernel (linear) attention, parallel and recurrent; Linformer.
 - :mod:`~attn.efficient.memory`: grouped-query / multi-query attention, gradient checkpointing.
-- :mod:`~attn.efficient.recurrence`: Transformer-XL-style segment recurrence.
+- :mod:`~attn.efficient.layers`: one self-attention layer with the attention step swapped, to
+  train the same model with each.
 
 Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
 """
 
+from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
 from attn.efficient.linear import (
     LinformerProjection,
     elu_feature_map,
@@ -23,6 +25,8 @@ from attn.efficient.sparse import banded_attention, bigbird_attention, longforme
 from attn.efficient.tiled import tiled_attention
 
 __all__ = [
+    "EfficientSelfAttention",
+    "KINDS",
     "GroupedQueryAttention",
     "LinformerProjection",
     "banded_attention",
@@ -36,5 +40,6 @@ __all__ = [
     "longformer_attention",
     "random_keys",
     "saved_activation_bytes",
+    "swap_attention",
     "tiled_attention",
 ]
