@@ -300,3 +300,22 @@ def test_swapped_approximate_kinds_run_and_reject_what_they_cannot_do():
         ef.EfficientSelfAttention(16, 2, "sparse")
     with pytest.raises(ValueError, match="cannot be causal"):
         ef.EfficientSelfAttention(16, 2, "linformer", rank=4, seq_len=30)(torch.randn(1, 30, 16), is_causal=True)
+
+
+# --- which kernel runs, and the shipped measurements ------------------------------------------------
+
+def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
+    q, k, v = qkv(1, 2, 16, 8)
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v)) == "fused (flash, CPU)"
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=masks.causal(16))) == "fused (flash, CPU)"
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)) == "math (matmul + softmax)"
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q[0], k[0], v[0])) == "math (matmul + softmax)"
+    assert "bmm" in ef.aten_ops(lambda: attn.functional.explicit_attention(q, k, v))
+
+
+def test_measured_results_load_and_unknown_names_are_named():
+    for path in ef.results.MEASURED.glob("*.csv"):
+        rows = ef.measured(path.stem)
+        assert rows and all(isinstance(v, (int, float, bool, str)) for v in rows[0].values())
+    with pytest.raises(FileNotFoundError, match="no measurement named 'nope'"):
+        ef.measured("nope")

@@ -12,6 +12,7 @@
 Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
 """
 
+from attn.efficient.dispatch import aten_ops, sdpa_path
 from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
 from attn.efficient.linear import (
     LinformerProjection,
@@ -21,6 +22,7 @@ from attn.efficient.linear import (
     linformer_attention,
 )
 from attn.efficient.memory import GroupedQueryAttention, checkpointed, kv_cache_bytes, saved_activation_bytes
+from attn.efficient.results import measured
 from attn.efficient.sparse import banded_attention, bigbird_attention, longformer_attention, random_keys
 from attn.efficient.tiled import tiled_attention
 
@@ -29,6 +31,7 @@ __all__ = [
     "KINDS",
     "GroupedQueryAttention",
     "LinformerProjection",
+    "aten_ops",
     "banded_attention",
     "bigbird_attention",
     "checkpointed",
@@ -38,8 +41,10 @@ __all__ = [
     "linear_attention_recurrent",
     "linformer_attention",
     "longformer_attention",
+    "measured",
     "random_keys",
     "saved_activation_bytes",
+    "sdpa_path",
     "swap_attention",
     "tiled_attention",
 ]
