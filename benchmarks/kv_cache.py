@@ -82,9 +82,11 @@ def main(argv: list[str] | None = None) -> float:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="256 new tokens, one timing round")
     ap.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
+    ap.add_argument("--rounds", type=int, default=None, help="timing rounds (default 3, --quick 1)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     n_new, rounds = (256, 1) if args.quick else (512, 3)
+    rounds = args.rounds or rounds
     prompt_len, d_model, num_layers, num_heads = 16, 256, 4, 4
 
     model = build(d_model, num_layers, num_heads, max_len=640)

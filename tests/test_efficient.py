@@ -319,3 +319,45 @@ def test_measured_results_load_and_unknown_names_are_named():
         assert rows and all(isinstance(v, (int, float, bool, str)) for v in rows[0].values())
     with pytest.raises(FileNotFoundError, match="no measurement named 'nope'"):
         ef.measured("nope")
+
+
+# --- Transformer-XL-style segment recurrence ----------------------------------------------------------
+
+def test_two_segments_with_memory_equal_one_pass_over_both():
+    torch.manual_seed(0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 2, max_distance=32)
+    torch.nn.init.normal_(model.rel_bias)  # a non-trivial relative bias
+    x = torch.randint(0, 16, (2, 20))
+    full, _ = model(x)
+    torch.testing.assert_close(model.segments(x, 10), full, atol=1e-5, rtol=1e-5)
+
+
+def test_without_memory_each_segment_is_computed_alone():
+    torch.manual_seed(0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 1)
+    x = torch.randint(0, 16, (1, 20))
+    alone, _ = model(x[:, 10:])
+    torch.testing.assert_close(model.segments(x, 10, memory=False)[:, 10:], alone)
+    assert not torch.allclose(model.segments(x, 10)[:, 10:], alone)
+
+
+def test_memory_is_kept_without_gradient():
+    model = ef.SegmentRecurrentLM(16, 16, 2, 1)
+    _, mems = model(torch.randint(0, 16, (1, 8)))
+    assert not mems[0].requires_grad
+
+
+def test_delayed_copy_targets_are_the_tokens_delay_back():
+    tokens, targets = ef.delayed_copy(3, 20, 5, seed=1)
+    assert torch.equal(targets[:, 5:], tokens[:, :-5])
+    assert (targets[:, :5] == -100).all()
+
+
+def test_recurrence_errors_name_the_argument():
+    with pytest.raises(ValueError, match="max_distance"):
+        ef.SegmentRecurrentLM(16, max_distance=0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 2)
+    with pytest.raises(ValueError, match="segment_len"):
+        model.segments(torch.zeros(1, 4, dtype=torch.long), 0)
+    with pytest.raises(ValueError, match=r"mems must hold one tensor per layer \(2\)"):
+        model(torch.zeros(1, 4, dtype=torch.long), [torch.zeros(1, 4, 16)])

@@ -6,6 +6,7 @@
   Longformer and BigBird patterns on top of it.
 - :mod:`~attn.efficient.linear`: kernel (linear) attention, parallel and recurrent; Linformer.
 - :mod:`~attn.efficient.memory`: grouped-query / multi-query attention, gradient checkpointing.
+- :mod:`~attn.efficient.recurrence`: Transformer-XL-style segment recurrence with relative positions.
 - :mod:`~attn.efficient.layers`: one self-attention layer with the attention step swapped, to
   train the same model with each.
 
@@ -22,6 +23,7 @@ from attn.efficient.linear import (
     linformer_attention,
 )
 from attn.efficient.memory import GroupedQueryAttention, checkpointed, kv_cache_bytes, saved_activation_bytes
+from attn.efficient.recurrence import SegmentRecurrentLM, delayed_copy
 from attn.efficient.results import measured
 from attn.efficient.sparse import banded_attention, bigbird_attention, longformer_attention, random_keys
 from attn.efficient.tiled import tiled_attention
@@ -30,11 +32,13 @@ __all__ = [
     "EfficientSelfAttention",
     "KINDS",
     "GroupedQueryAttention",
+    "SegmentRecurrentLM",
     "LinformerProjection",
     "aten_ops",
     "banded_attention",
     "bigbird_attention",
     "checkpointed",
+    "delayed_copy",
     "elu_feature_map",
     "kv_cache_bytes",
     "linear_attention",

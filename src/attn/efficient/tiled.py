@@ -83,7 +83,7 @@ def tiled_attention(
         q, k, v = q.float(), k.float(), v.float()
         mask = mask.float() if mask is not None and mask.is_floating_point() else mask
     E, Ev = q.shape[-1], v.shape[-1]
-    qf = (q * scale).reshape(-1, L, E)  # (N, L, E) with N = prod(...); the scale folded into q
+    qf = q.reshape(-1, L, E)  # (N, L, E) with N = prod(...); a view, no copy of q
     kt = k.reshape(-1, S, E).transpose(1, 2)  # (N, E, S)
     vf = v.reshape(-1, S, Ev)  # (N, S, Ev)
     N = qf.shape[0]
@@ -93,7 +93,7 @@ def tiled_attention(
     tris: dict[tuple[int, int, int], torch.Tensor] = {}  # hidden parts of diagonal tiles, built once
     for i0 in range(0, L, block_size):
         i1 = min(i0 + block_size, L)
-        qi = qf[:, i0:i1]  # (N, b, E)
+        qi = qf[:, i0:i1] * scale  # (N, b, E): the scale folded into one block of queries
         m = qf.new_full((N, i1 - i0, 1), float("-inf"))  # running row maximum
         l = qf.new_zeros(N, i1 - i0, 1)  # running normaliser
         acc = qf.new_zeros(N, i1 - i0, Ev)  # running unnormalised output
