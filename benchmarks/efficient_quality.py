@@ -74,8 +74,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
                              seed=seed, progress=False)
             seconds = time.perf_counter() - start
             acc = accuracy(model, test)
-            rows.append({"attention": name, "seed": seed, "local": round(acc["local"], 4),
-                         "long_range": round(acc["long_range"], 4), "train_s": round(seconds, 1)})
+            rows.append({"attention": name, "seed": seed, "threads": torch.get_num_threads(),
+                         "local": round(acc["local"], 4), "long_range": round(acc["long_range"], 4),
+                         "train_s": round(seconds, 1)})
             print(f"{name:>16} seed {seed}: local {acc['local']:.3f}  long-range {acc['long_range']:.3f}  "
                   f"{seconds:.1f} s", flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -51,14 +51,14 @@ def main(argv=None):
             with torch.no_grad():
                 pred = model.segments(test_tokens, SEGMENT, memory=memory).argmax(-1)
             correct = (pred == test_targets)[:, SEGMENT:].reshape(500, -1, SEGMENT).float().mean((0, 1))  # (SEGMENT,)
-            row = {"seed": seed, "memory": memory, "train_s": round(seconds, 1),
+            row = {"seed": seed, "memory": memory, "train_s": round(seconds, 1), "threads": torch.get_num_threads(),
                    **{f"pos{p}": round(correct[p].item(), 4) for p in range(SEGMENT)}}
             rows.append(row)
             print(f"seed {seed} memory={memory}: accuracy {correct.mean():.3f} ({seconds:.0f} s)", flush=True)
             with open(attn.efficient.results.MEASURED / "efficient_recurrence.csv", "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))
                 w.writeheader()
-                w.writerows([{**r, "threads": torch.get_num_threads()} for r in rows])
+                w.writerows(rows)
 
 
 if __name__ == "__main__":

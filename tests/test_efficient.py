@@ -361,3 +361,16 @@ def test_recurrence_errors_name_the_argument():
         model.segments(torch.zeros(1, 4, dtype=torch.long), 0)
     with pytest.raises(ValueError, match=r"mems must hold one tensor per layer \(2\)"):
         model(torch.zeros(1, 4, dtype=torch.long), [torch.zeros(1, 4, 16)])
+
+
+def test_linformer_pooling_projection_at_full_rank_is_exact_and_error_falls_with_rank():
+    q, k, v = qkv(1, 2, 64, 8)
+    exact = F.scaled_dot_product_attention(q, k, v)
+    errors = []
+    for r in (4, 16, 64):
+        with torch.no_grad():
+            approx = ef.LinformerProjection(64, r, learned=False, init="pool")(q, k, v)
+        errors.append(((approx - exact).norm() / exact.norm()).item())
+    assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-6
+    with pytest.raises(ValueError, match="init must be"):
+        ef.LinformerProjection(64, 4, init="svd")

@@ -118,20 +118,31 @@ class LinformerProjection(nn.Module):
 
     Args:
         seq_len: ``S``. rank: ``r <= S``.
-        learned: trainable (as in the paper); else a fixed random Gaussian with entries of variance
-            ``1 / r`` (a Johnson-Lindenstrauss projection).
+        learned: trainable (as in the paper), else fixed.
         shared: one matrix for keys and values.
-        seed: for the initial values.
+        init: ``"gaussian"``: entries of variance ``1 / r`` (a Johnson-Lindenstrauss projection,
+            seeded by ``seed``); ``"pool"``: row ``i`` averages the ``i``-th of ``r`` consecutive
+            chunks of positions (``r = S`` is the identity, exact attention).
+        seed: for the Gaussian initial values.
     """
 
-    def __init__(self, seq_len: int, rank: int, *, learned: bool = True, shared: bool = True, seed: int = 0):
+    def __init__(self, seq_len: int, rank: int, *, learned: bool = True, shared: bool = True,
+                 init: str = "gaussian", seed: int = 0):
         super().__init__()
         _positive_int("seq_len", seq_len)
         _positive_int("rank", rank)
         if rank > seq_len:
             raise ValueError(f"rank ({rank}) must not exceed the sequence length seq_len ({seq_len})")
+        if init not in ("gaussian", "pool"):
+            raise ValueError(f"init must be 'gaussian' or 'pool', got {init!r}")
         g = torch.Generator().manual_seed(seed)
-        mats = [torch.randn(rank, seq_len, generator=g) / math.sqrt(rank) for _ in range(1 if shared else 2)]
+        if init == "pool":
+            pool = torch.zeros(rank, seq_len)
+            for i, chunk in enumerate(torch.arange(seq_len).tensor_split(rank)):
+                pool[i, chunk] = 1.0 / len(chunk)  # row i: the mean of one chunk of positions
+            mats = [pool.clone() for _ in range(1 if shared else 2)]
+        else:
+            mats = [torch.randn(rank, seq_len, generator=g) / math.sqrt(rank) for _ in range(1 if shared else 2)]
         params = [nn.Parameter(m, requires_grad=learned) for m in mats]
         self.proj_k = params[0]
         self.proj_v = params[-1]
