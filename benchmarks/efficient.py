@@ -40,9 +40,10 @@ _libc = ctypes.CDLL("libc.so.6")
 
 
 def _status(field: str) -> int:
-    for line in open("/proc/self/status"):
-        if line.startswith(field):
-            return int(line.split()[1]) * 1024
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) * 1024
     raise RuntimeError(field)
 
 

@@ -264,7 +264,7 @@ def test_checkpointing_keeps_results_and_gradients_and_saves_activation_memory()
     x = torch.randn(2, 40, 32, requires_grad=True)
     results = {}
     for ck in (False, True):
-        out, saved = ef.saved_activation_bytes(lambda: ef.checkpointed(layers, x, checkpoint_layers=ck, is_causal=True))
+        out, saved = ef.saved_activation_bytes(lambda ck=ck: ef.checkpointed(layers, x, checkpoint_layers=ck, is_causal=True))
         out.square().sum().backward()
         results[ck] = (out.detach(), x.grad.clone(), [p.grad.clone() for p in layers.parameters()], saved)
         x.grad = None

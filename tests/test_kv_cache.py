@@ -48,7 +48,7 @@ def test_cache_with_gradients_concatenates_and_backpropagates():
     (k0, v0), (k1, v1) = steps(lengths=(2, 3))
     k0.requires_grad_()
     cache.update(k0, v0)
-    k, v = cache.update(k1, v1)
+    k, _ = cache.update(k1, v1)
     k.sum().backward()
     assert torch.equal(k0.grad, torch.ones_like(k0))
 

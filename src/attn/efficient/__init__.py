@@ -22,18 +22,28 @@ from attn.efficient.linear import (
     linear_attention_recurrent,
     linformer_attention,
 )
-from attn.efficient.memory import GroupedQueryAttention, checkpointed, kv_cache_bytes, saved_activation_bytes
+from attn.efficient.memory import (
+    GroupedQueryAttention,
+    checkpointed,
+    kv_cache_bytes,
+    saved_activation_bytes,
+)
 from attn.efficient.recurrence import SegmentRecurrentLM, delayed_copy
 from attn.efficient.results import measured
-from attn.efficient.sparse import banded_attention, bigbird_attention, longformer_attention, random_keys
+from attn.efficient.sparse import (
+    banded_attention,
+    bigbird_attention,
+    longformer_attention,
+    random_keys,
+)
 from attn.efficient.tiled import tiled_attention
 
 __all__ = [
-    "EfficientSelfAttention",
     "KINDS",
+    "EfficientSelfAttention",
     "GroupedQueryAttention",
-    "SegmentRecurrentLM",
     "LinformerProjection",
+    "SegmentRecurrentLM",
     "aten_ops",
     "banded_attention",
     "bigbird_attention",

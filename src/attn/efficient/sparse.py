@@ -163,7 +163,6 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
             raise ValueError(f"random must be a (L, r) = ({L}, r) long tensor, got {_checks.fmt(random.shape)} {random.dtype}")
         if (random < 0).any() or (random >= L).any():
             raise ValueError(f"random holds key indices outside [0, {L})")
-        r = random.shape[1]
         i = torch.arange(L, device=q.device).unsqueeze(1)
         dup = (random.unsqueeze(2) == random.unsqueeze(1)).tril(-1).any(dim=2)  # repeated in its row
         drop = ((i - random).abs() < window) | is_global[random] | dup  # (L, r) already counted elsewhere
