@@ -27,7 +27,7 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 """
 
-from attn import blocks, data, diagnose, diagram, exercises, functional, masks, models, notebook, positional, train, variants, viz
+from attn import blocks, data, diagnose, diagram, efficient, exercises, functional, masks, models, notebook, positional, train, variants, viz
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import (
@@ -74,6 +74,7 @@ __all__ = [
     "exercises",
     "diagnose",
     "diagram",
+    "efficient",
     "models",
     "notebook",
     "train",

@@ -22,27 +22,73 @@ class KVCache:
     A decoder that generates one token at a time would otherwise recompute the keys and values of
     every earlier token at every step. With ``static=True`` (cross-attention) the first call stores
     the projected encoder keys and values, and later calls reuse them.
+
+    The cache writes new rows into pre-allocated buffers (``capacity`` rows, doubled whenever they
+    fill up) instead of concatenating at every step, which would copy the whole cache each time:
+    ``k`` and ``v`` are views of the first ``len(cache)`` rows. When the new keys carry gradients
+    (training through the cache), it concatenates instead, so autograd sees ordinary tensors.
+
+    Args:
+        static: keep the first keys/values and return them on every later call.
+        capacity: rows to allocate at the first update (default: twice the first length, at least 64).
     """
 
-    def __init__(self, static: bool = False):
+    def __init__(self, static: bool = False, capacity: int | None = None):
+        if capacity is not None and (not isinstance(capacity, int) or capacity < 1):
+            raise ValueError(f"capacity must be a positive integer or None, got {capacity!r}")
         self.static = static
-        self.k: torch.Tensor | None = None
+        self.capacity = capacity
+        self.k: torch.Tensor | None = None  # (B, H, S, E): the cached rows
         self.v: torch.Tensor | None = None
+        self._buf: tuple[torch.Tensor, torch.Tensor] | None = None  # (B, H, capacity, E) each
 
     def __len__(self) -> int:
         return 0 if self.k is None else self.k.shape[-2]
 
-    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append new keys/values ``(B, H, S_new, E)``; return everything cached."""
-        if self.k is None or self.static:
-            self.k, self.v = k, v
-        else:
-            if k.shape[0] != self.k.shape[0] or k.shape[1] != self.k.shape[1]:
+    def _check(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        if k.dim() != 4 or v.dim() != 4 or k.shape[:3] != v.shape[:3]:
+            raise ValueError(
+                f"k and v must be (B, H, S_new, E) with the same B, H and S_new, got k {_checks.fmt(k.shape)} "
+                f"and v {_checks.fmt(v.shape)}"
+            )
+        if self.k is None:
+            return
+        if k.shape[:2] != self.k.shape[:2]:
+            raise ValueError(
+                f"new keys {_checks.fmt(k.shape)} do not match the cached {_checks.fmt(self.k.shape)} in (B, H)"
+            )
+        for name, new, old in (("k", k, self.k), ("v", v, self.v)):
+            if new.shape[-1] != old.shape[-1]:
                 raise ValueError(
-                    f"new keys {_checks.fmt(k.shape)} do not match the cached {_checks.fmt(self.k.shape)} in (B, H)"
+                    f"{name} has head width {new.shape[-1]} (shape {_checks.fmt(new.shape)}), but the cached "
+                    f"{name} has {old.shape[-1]} (shape {_checks.fmt(old.shape)})"
                 )
-            self.k = torch.cat([self.k, k], dim=-2)  # (B, H, S + S_new, E)
-            self.v = torch.cat([self.v, v], dim=-2)
+
+    def update(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append new keys/values ``(B, H, S_new, E)``; return everything cached ``(B, H, S, E)``."""
+        if self.static:  # cross-attention: the keys/values of the memory, stored as given
+            self.k, self.v, self._buf = k, v, None
+            return self.k, self.v
+        self._check(k, v)
+        n, new = len(self), k.shape[-2]
+        if torch.is_grad_enabled() and (k.requires_grad or v.requires_grad):
+            # Keep autograd's view simple: plain tensors, concatenated.
+            if self.k is not None:
+                k, v = torch.cat([self.k, k], dim=-2), torch.cat([self.v, v], dim=-2)  # (B, H, S + S_new, E)
+            self.k, self.v, self._buf = k, v, None
+            return self.k, self.v
+        if self._buf is None or n + new > self._buf[0].shape[-2]:
+            first = self._buf is None and self.capacity is not None and self.capacity >= n + new
+            cap = self.capacity if first else max(2 * (n + new), 64)
+            bufs = tuple(t.new_empty(*t.shape[:2], cap, t.shape[-1]) for t in (k, v))  # (B, H, cap, E)
+            if n:  # moving to a larger buffer: one copy per doubling, not one per step
+                bufs[0][..., :n, :] = self.k
+                bufs[1][..., :n, :] = self.v
+            self._buf = bufs
+        kb, vb = self._buf
+        kb[..., n : n + new, :] = k  # write only the new rows
+        vb[..., n : n + new, :] = v
+        self.k, self.v = kb[..., : n + new, :], vb[..., : n + new, :]  # views (B, H, S + S_new, E)
         return self.k, self.v
 
     def __repr__(self) -> str:

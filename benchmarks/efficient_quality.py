@@ -1,0 +1,91 @@
+"""Which remedy breaks which task: the same small model trained with full, sliding-window, linear
+and Linformer attention on key-value recall, scored separately on its local relation and on its
+long-range one.
+
+``attn.data.kv_recall`` with 16 keys (sequence length 24) has two kinds of targets in every
+sequence: at a pair token, the value of the *previous* token (local: one position back); at a
+query token, the value paired with the same key somewhere earlier (long range: anywhere in the
+sequence). A ``attn.models.TokenModel`` (encoder, 1 layer, width 64, 4 heads) is trained per
+attention kind and seed, with the attention step swapped by ``attn.efficient.swap_attention``;
+the script writes ``src/attn/efficient/measured/efficient_quality.csv`` (accuracy per relation, training
+seconds) which the chapter reads.
+
+    .venv/bin/python benchmarks/efficient_quality.py [--steps N] [--seeds 0 1 2] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import pathlib
+import time
+
+import torch
+import torch.nn.functional as F
+
+import attn
+
+TASK = attn.data.KVRecall(num_keys=16, num_values=8, num_queries=8)
+KINDS = {  # name -> swap_attention arguments
+    "full": {"kind": "full"},
+    "window (w=3)": {"kind": "window", "window": 3},
+    "linear (elu+1)": {"kind": "linear"},
+    "Linformer (r=8)": {"kind": "linformer", "rank": 8, "seq_len": TASK.seq_len},
+}
+OUT = attn.efficient.results.MEASURED / "efficient_quality.csv"
+
+
+def make_model(spec: dict, seed: int) -> attn.models.TokenModel:
+    torch.manual_seed(seed)
+    model = attn.models.TokenModel(TASK.vocab_size, d_model=64, num_heads=4, num_layers=1, max_len=TASK.seq_len)
+    return attn.efficient.swap_attention(model, **spec)
+
+
+def loss_fn(model, batch) -> torch.Tensor:
+    tokens, targets, _ = batch
+    return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten(), ignore_index=attn.data.IGNORE)
+
+
+@torch.no_grad()
+def accuracy(model, test) -> dict[str, float]:
+    tokens, targets, kind = test
+    correct = model(tokens).argmax(-1) == targets
+    return {"local": correct[kind == 1].float().mean().item(), "long_range": correct[kind == 2].float().mean().item()}
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", type=pathlib.Path, default=OUT)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    batches = [attn.data.kv_recall(64, TASK, seed=10_000 + s) for s in range(args.steps)]
+    test = attn.data.kv_recall(2000, TASK, seed=0)
+    rows = []
+    print(f"kv_recall: {TASK.num_keys} keys, length {TASK.seq_len}; {args.steps} steps, batch 64, "
+          f"{torch.get_num_threads()} threads")
+    for seed in args.seeds:  # seed by seed, so an interrupted sweep still has every kind
+        for name, spec in KINDS.items():
+            model = make_model(spec, seed)
+            start = time.perf_counter()
+            attn.train.train(model, batches.__getitem__, loss_fn, steps=args.steps, lr=3e-3, warmup=50,
+                             seed=seed, progress=False)
+            seconds = time.perf_counter() - start
+            acc = accuracy(model, test)
+            rows.append({"attention": name, "seed": seed, "threads": torch.get_num_threads(),
+                         "local": round(acc["local"], 4), "long_range": round(acc["long_range"], 4),
+                         "train_s": round(seconds, 1)})
+            print(f"{name:>16} seed {seed}: local {acc['local']:.3f}  long-range {acc['long_range']:.3f}  "
+                  f"{seconds:.1f} s", flush=True)
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            with open(args.out, "w", newline="") as f:  # after every run: a stopped sweep keeps its results
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    main()

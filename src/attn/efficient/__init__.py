@@ -1,0 +1,64 @@
+"""Efficient attention: what really saves compute and memory on long sequences, and what it costs.
+
+- :mod:`~attn.efficient.tiled`: exact attention in tiles with the online softmax (FlashAttention's
+  algorithm in PyTorch): ``O(L)`` memory, same result.
+- :mod:`~attn.efficient.sparse`: sliding-window attention computed in bands (``O(L·w)``), and the
+  Longformer and BigBird patterns on top of it.
+- :mod:`~attn.efficient.linear`: kernel (linear) attention, parallel and recurrent; Linformer.
+- :mod:`~attn.efficient.memory`: grouped-query / multi-query attention, gradient checkpointing.
+- :mod:`~attn.efficient.recurrence`: Transformer-XL-style segment recurrence with relative positions.
+- :mod:`~attn.efficient.layers`: one self-attention layer with the attention step swapped, to
+  train the same model with each.
+
+Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
+"""
+
+from attn.efficient.dispatch import aten_ops, sdpa_path
+from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
+from attn.efficient.linear import (
+    LinformerProjection,
+    elu_feature_map,
+    linear_attention,
+    linear_attention_recurrent,
+    linformer_attention,
+)
+from attn.efficient.memory import (
+    GroupedQueryAttention,
+    checkpointed,
+    kv_cache_bytes,
+    saved_activation_bytes,
+)
+from attn.efficient.recurrence import SegmentRecurrentLM, delayed_copy
+from attn.efficient.results import measured
+from attn.efficient.sparse import (
+    banded_attention,
+    bigbird_attention,
+    longformer_attention,
+    random_keys,
+)
+from attn.efficient.tiled import tiled_attention
+
+__all__ = [
+    "KINDS",
+    "EfficientSelfAttention",
+    "GroupedQueryAttention",
+    "LinformerProjection",
+    "SegmentRecurrentLM",
+    "aten_ops",
+    "banded_attention",
+    "bigbird_attention",
+    "checkpointed",
+    "delayed_copy",
+    "elu_feature_map",
+    "kv_cache_bytes",
+    "linear_attention",
+    "linear_attention_recurrent",
+    "linformer_attention",
+    "longformer_attention",
+    "measured",
+    "random_keys",
+    "saved_activation_bytes",
+    "sdpa_path",
+    "swap_attention",
+    "tiled_attention",
+]

@@ -1,0 +1,91 @@
+"""One self-attention layer, many ways to attend: the same projections and heads, with the
+attention step itself swapped (full, tiled, sliding window, linear, Linformer), so a model can be
+trained with each and compared like for like."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attn import _checks
+from attn.efficient.linear import LinformerProjection, linear_attention
+from attn.efficient.sparse import banded_attention
+from attn.efficient.tiled import tiled_attention
+
+__all__ = ["KINDS", "EfficientSelfAttention", "swap_attention"]
+
+#: The attention steps :class:`EfficientSelfAttention` can use.
+KINDS = ("full", "tiled", "window", "linear", "linformer")
+
+
+class EfficientSelfAttention(nn.Module):
+    """Multi-head self-attention whose attention step is ``kind``.
+
+    Args:
+        d_model, num_heads: as :class:`attn.MultiHeadAttention` (same ``in_proj``/``out_proj`` layout).
+        kind: one of :data:`KINDS`.
+        window: reach of the sliding window (``kind="window"``).
+        rank, seq_len: Linformer's projected length ``r`` and the sequence length it is built for.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, kind: str = "full", *, window: int | None = None,
+                 rank: int | None = None, seq_len: int | None = None):
+        super().__init__()
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        if d_model % num_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        if kind == "window" and window is None:
+            raise ValueError("kind='window' needs window=")
+        if kind == "linformer" and (rank is None or seq_len is None):
+            raise ValueError("kind='linformer' needs rank= and seq_len=")
+        self.kind, self.window, self.num_heads, self.d_model = kind, window, num_heads, d_model
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+        self.linformer = LinformerProjection(seq_len, rank) if kind == "linformer" else None
+
+    def attend(self, q, k, v, is_causal: bool) -> torch.Tensor:
+        """The swapped step: ``(B, H, L, E)`` three times -> ``(B, H, L, E)``."""
+        if self.kind == "full":
+            return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+        if self.kind == "tiled":
+            return tiled_attention(q, k, v, is_causal=is_causal)
+        if self.kind == "window":
+            return banded_attention(q, k, v, window=self.window, causal=is_causal)
+        if self.kind == "linear":
+            return linear_attention(q, k, v, causal=is_causal)
+        if is_causal:
+            raise ValueError("Linformer mixes all positions in its projection: it cannot be causal")
+        return self.linformer(q, k, v)
+
+    def forward(self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False, cache=None, **_):
+        """``x`` ``(B, L, D)`` -> ``(output (B, L, D), None)``, the call signature of
+        :class:`attn.MultiHeadAttention` so it drops into :class:`attn.blocks.EncoderLayer`."""
+        if mask is not None or key_mask is not None or cache is not None:
+            raise ValueError(f"EfficientSelfAttention(kind={self.kind!r}) takes no mask, key_mask or cache")
+        _checks.tensor("x", x, min_dim=3)
+        _checks.last_dim("x", x, self.d_model, "d_model")
+        B, L, D = x.shape
+        H = self.num_heads
+        q, k, v = (t.view(B, L, H, D // H).transpose(1, 2) for t in self.in_proj(x).chunk(3, dim=-1))  # (B, H, L, E)
+        z = self.attend(q, k, v, is_causal)  # (B, H, L, E)
+        return self.out_proj(z.transpose(1, 2).reshape(B, L, D)), None  # (B, L, D)
+
+    def extra_repr(self) -> str:
+        extra = f", window={self.window}" if self.kind == "window" else ""
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, kind={self.kind!r}{extra}"
+
+
+def swap_attention(model: nn.Module, kind: str, **kwargs) -> nn.Module:
+    """Replace the ``self_attn`` of every block of ``model`` (e.g. :class:`attn.models.TokenModel`)
+    by an :class:`EfficientSelfAttention` of ``kind``, keeping its projection weights. Returns ``model``."""
+    for layer in model.modules():
+        old = getattr(layer, "self_attn", None)
+        if old is None or not hasattr(old, "in_proj"):
+            continue
+        new = EfficientSelfAttention(old.d_model, old.num_heads, kind, **kwargs)
+        new.in_proj.load_state_dict(old.in_proj.state_dict())
+        new.out_proj.load_state_dict(old.out_proj.state_dict())
+        layer.self_attn = new
+    return model

@@ -1,0 +1,130 @@
+"""Spending less memory: fewer key/value heads (multi-query and grouped-query attention), and
+gradient checkpointing of a stack of blocks.
+
+- Grouped-query attention (Ainslie et al., 2023): ``H`` query heads share ``H_kv`` key/value heads
+  in groups of ``H / H_kv``. ``H_kv = H`` is multi-head attention, ``H_kv = 1`` multi-query
+  attention (Shazeer, 2019). The KV cache shrinks by ``H / H_kv``.
+- Checkpointing (Chen et al., 2016): keep only each block's input during the forward pass and
+  recompute the block's insides during the backward pass: activation memory of one block instead
+  of all, for about one extra forward pass of time.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from attn import _checks
+from attn.attention import KVCache
+from attn.efficient.tiled import _positive_int
+
+__all__ = ["GroupedQueryAttention", "checkpointed", "kv_cache_bytes", "saved_activation_bytes"]
+
+
+def kv_cache_bytes(*, batch: int, seq_len: int, num_layers: int, num_kv_heads: int, d_head: int,
+                   dtype: torch.dtype = torch.float32) -> int:
+    """Bytes a KV cache holds: keys and values, ``(B, H_kv, S, E)`` each, in every layer."""
+    return 2 * num_layers * batch * num_kv_heads * seq_len * d_head * torch.finfo(dtype).bits // 8
+
+
+class GroupedQueryAttention(nn.Module):
+    """Self-attention with ``num_heads`` query heads and ``num_kv_heads`` key/value heads.
+
+    Args:
+        d_model: ``D``. num_heads: ``H`` (divides ``D``). num_kv_heads: ``H_kv`` (divides ``H``).
+        bias: biases on the projections.
+
+    The query projection is ``(D, D)``; the key and value projections are ``(H_kv·E, D)`` each, so
+    with ``H_kv < H`` there are fewer parameters and a smaller cache.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, *, bias: bool = True):
+        super().__init__()
+        _positive_int("d_model", d_model)
+        _positive_int("num_heads", num_heads)
+        _positive_int("num_kv_heads", num_kv_heads)
+        if d_model % num_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        if num_heads % num_kv_heads:
+            raise ValueError(f"num_heads ({num_heads}) must be divisible by num_kv_heads ({num_kv_heads})")
+        self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
+        self.d_head = d_model // num_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.kv_proj = nn.Linear(d_model, 2 * num_kv_heads * self.d_head, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x: torch.Tensor, *, is_causal: bool = False, cache: KVCache | None = None) -> torch.Tensor:
+        """``x`` ``(B, L, D)`` -> ``(B, L, D)``. With a cache the keys/values cached are ``(B, H_kv, S, E)``
+        and ``is_causal`` aligns the queries with the last ``L`` keys."""
+        _checks.tensor("x", x, min_dim=3)
+        _checks.last_dim("x", x, self.d_model, "d_model")
+        B, L, _ = x.shape
+        q = self.q_proj(x).view(B, L, self.num_heads, self.d_head).transpose(1, 2)  # (B, H, L, E)
+        k, v = self.kv_proj(x).view(B, L, 2, self.num_kv_heads, self.d_head).permute(2, 0, 3, 1, 4)  # 2 x (B, H_kv, L, E)
+        if cache is not None:
+            k, v = cache.update(k, v)  # (B, H_kv, S, E)
+        S = k.shape[-2]
+        mask = None
+        if is_causal and S != L:  # queries are the last L positions
+            mask = torch.ones(L, S, dtype=torch.bool, device=x.device).tril(S - L)
+        z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None,
+                                           enable_gqa=True)  # (B, H, L, E): each K/V head serves H / H_kv query heads
+        return self.out_proj(z.transpose(1, 2).reshape(B, L, self.d_model))  # (B, L, D)
+
+    @classmethod
+    def from_multi_head(cls, mha: nn.Module, num_kv_heads: int | None = None) -> GroupedQueryAttention:
+        """Copy an :class:`attn.MultiHeadAttention`; with fewer K/V heads, each group's K/V
+        projections are the mean of its heads' (mean-pooling, as in the GQA paper's uptraining)."""
+        H, E, D = mha.num_heads, mha.d_head, mha.d_model
+        Hkv = H if num_kv_heads is None else num_kv_heads
+        gqa = cls(D, H, Hkv, bias=mha.in_proj.bias is not None)
+        W = mha.in_proj.weight.detach()
+        b = None if mha.in_proj.bias is None else mha.in_proj.bias.detach()
+
+        def pool(t):  # (H*E, ...) -> (Hkv*E, ...) averaging the heads of each group
+            return t.reshape(Hkv, H // Hkv, E, *t.shape[1:]).mean(1).reshape(Hkv * E, *t.shape[1:])
+
+        with torch.no_grad():
+            gqa.q_proj.weight.copy_(W[:D])
+            gqa.kv_proj.weight.copy_(torch.cat([pool(W[D:2 * D]), pool(W[2 * D:])]))
+            gqa.out_proj.weight.copy_(mha.out_proj.weight)
+            if b is not None:
+                gqa.q_proj.bias.copy_(b[:D])
+                gqa.kv_proj.bias.copy_(torch.cat([pool(b[D:2 * D]), pool(b[2 * D:])]))
+                gqa.out_proj.bias.copy_(mha.out_proj.bias)
+        return gqa
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, num_kv_heads={self.num_kv_heads}"
+
+
+def checkpointed(layers, x: torch.Tensor, *, checkpoint_layers: bool = True, **kwargs) -> torch.Tensor:
+    """Run ``x`` through ``layers`` one after the other, each under ``torch.utils.checkpoint`` when
+    ``checkpoint_layers`` (and gradients are being recorded). ``kwargs`` go to every layer."""
+    for layer in layers:
+        if checkpoint_layers and torch.is_grad_enabled():
+            x = checkpoint(layer, x, use_reentrant=False, **kwargs)
+        else:
+            x = layer(x, **kwargs)
+    return x
+
+
+def saved_activation_bytes(fn) -> tuple[torch.Tensor, int]:
+    """Run ``fn()`` and count the bytes autograd keeps for the backward pass (distinct storages).
+
+    This is the memory that grows with depth and length and that checkpointing trades for time.
+    With ``torch.utils.checkpoint`` the layers' inputs are what is kept. Returns ``(fn(), bytes)``.
+    """
+    seen: dict[int, int] = {}
+
+    def pack(t: torch.Tensor):
+        if not isinstance(t, nn.Parameter):  # the weights are kept anyway
+            st = t.untyped_storage()
+            seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return out, sum(seen.values())

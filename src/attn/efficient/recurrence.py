@@ -1,0 +1,85 @@
+"""Transformer-XL-style segment recurrence (Dai et al., 2019).
+
+A long sequence is processed in segments of ``T`` tokens. Each layer also attends to the previous
+segment's hidden states at its input (the *memory*), kept without gradient, so information can
+flow further back than one segment: up to ``num_layers × T`` tokens. Positions are relative (a
+learned bias per head and distance ``i - j``), because absolute positions would repeat in every
+segment.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attn import _checks
+from attn.blocks import EncoderLayer
+from attn.efficient.tiled import _positive_int
+
+__all__ = ["SegmentRecurrentLM", "delayed_copy"]
+
+
+class SegmentRecurrentLM(nn.Module):
+    """A causal language model that carries a memory from segment to segment.
+
+    Args:
+        vocab_size, d_model, num_heads, num_layers: sizes (pre-LN blocks, ``d_ff = 4 · d_model``).
+        max_distance: keys further back than this are not attended (the relative bias table size).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 32, num_heads: int = 2, num_layers: int = 1,
+                 *, max_distance: int = 64):
+        super().__init__()
+        self.max_distance = _positive_int("max_distance", max_distance)
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, 4 * d_model, dropout=0.0, norm_first=True)
+                                    for _ in range(num_layers))
+        self.rel_bias = nn.Parameter(torch.zeros(num_layers, num_heads, max_distance))  # per layer, head, distance
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def relative_bias(self, layer: int, L: int, S: int) -> torch.Tensor:
+        """Additive mask ``(1, H, L, S)``: the learned bias of distance ``i - j`` for the last ``L``
+        of ``S`` positions, ``-inf`` for future keys and keys beyond ``max_distance``."""
+        dist = torch.arange(L).unsqueeze(1) + (S - L) - torch.arange(S).unsqueeze(0)  # (L, S) query minus key position
+        allowed = (dist >= 0) & (dist < self.max_distance)
+        bias = self.rel_bias[layer][:, dist.clamp(0, self.max_distance - 1)]  # (H, L, S)
+        return bias.masked_fill(~allowed, float("-inf")).unsqueeze(0)
+
+    def forward(self, tokens: torch.Tensor, mems: list[torch.Tensor] | None = None):
+        """``tokens`` ``(B, T)`` and the memories of the previous segment (one ``(B, M, D)`` per
+        layer, or None) -> ``(logits (B, T, V), new memories)``."""
+        _checks.tensor("tokens", tokens, min_dim=2)
+        if mems is not None and len(mems) != len(self.layers):
+            raise ValueError(f"mems must hold one tensor per layer ({len(self.layers)}), got {len(mems)}")
+        x = self.embed(tokens)  # (B, T, D)
+        new_mems = []
+        for i, layer in enumerate(self.layers):
+            new_mems.append(x.detach())  # this layer's input, the next segment's memory (no gradient)
+            h = layer.norm1(x)
+            ctx = h if mems is None else torch.cat([layer.norm1(mems[i]), h], dim=1)  # (B, M + T, D)
+            a, _ = layer.self_attn(h, ctx, ctx, mask=self.relative_bias(i, h.shape[1], ctx.shape[1]))
+            x = x + a
+            x = x + layer.ff(layer.norm2(x))
+        return self.head(self.norm(x)), new_mems
+
+    def segments(self, tokens: torch.Tensor, segment_len: int, *, memory: bool = True) -> torch.Tensor:
+        """Run a long sequence ``(B, N)`` segment by segment -> logits ``(B, N, V)``; with
+        ``memory=False`` every segment starts from nothing (a vanilla fixed-context model)."""
+        _positive_int("segment_len", segment_len)
+        mems, out = None, []
+        for t0 in range(0, tokens.shape[1], segment_len):
+            logits, new = self(tokens[:, t0 : t0 + segment_len], mems)
+            mems = new if memory else None
+            out.append(logits)
+        return torch.cat(out, dim=1)
+
+
+def delayed_copy(n: int, length: int, delay: int, *, vocab_size: int = 16, seed: int = 0):
+    """Random tokens; the target at position ``t >= delay`` is the token at ``t - delay``
+    (``-100`` before). Returns ``tokens`` and ``targets``, ``(n, length)`` long."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab_size, (n, length), generator=g)
+    targets = torch.full_like(tokens, -100)
+    targets[:, delay:] = tokens[:, :-delay]
+    return tokens, targets

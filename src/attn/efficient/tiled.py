@@ -1,0 +1,131 @@
+r"""Exact attention in tiles with the online softmax (FlashAttention's algorithm, in PyTorch).
+
+The scores of one query block against one key block are computed, used and thrown away; only a
+running maximum ``m``, a running normaliser ``l`` and an unnormalised output ``acc`` are kept per
+query row. When a new key block brings a larger maximum ``m'``, the old sums are rescaled by
+``exp(m - m')``:
+
+.. math::
+
+    m' = \max(m, \max_j s_j),\quad
+    l' = e^{m - m'}\, l + \sum_j e^{s_j - m'},\quad
+    \mathrm{acc}' = e^{m - m'}\, \mathrm{acc} + \sum_j e^{s_j - m'}\, v_j,
+
+and at the end ``out = acc / l``. Memory is ``O(L·E + block²)`` instead of ``O(L·S)``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from attn import _checks, masks
+from attn.functional import _validate
+
+__all__ = ["tiled_attention"]
+
+
+def _positive_int(name: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def tiled_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    is_causal: bool = False,
+    mask: torch.Tensor | None = None,
+    scale: float | None = None,
+    block_size: int = 256,
+) -> torch.Tensor:
+    """softmax(q kᵀ · scale + mask) v, one ``block_size × block_size`` tile of scores at a time.
+
+    Args:
+        q: queries ``(..., L, E)``. k: keys ``(..., S, E)``. v: values ``(..., S, Ev)``; the batch
+            dimensions ``...`` must be equal (no broadcasting).
+        is_causal: key ``j`` is visible to query ``i`` only if ``j <= i`` (top-left aligned, as in
+            PyTorch). Tiles above the diagonal are skipped, not computed and masked.
+        mask: bool (True = may attend) or additive, broadcasting to ``(..., L, S)``. Tiles a boolean
+            mask blocks completely are skipped.
+        scale: multiplies the scores; default ``1 / sqrt(E)``.
+        block_size: rows and columns of one tile. Large tiles (256-512) keep the work in big
+            matrix products and the Python loop short.
+
+    Returns:
+        ``(..., L, Ev)``. A query whose keys are all masked gets zeros.
+
+    Shape:
+        Extra memory ``O(block_size² + L·Ev)`` per batch-head, never ``(L, S)``.
+
+    Autograd differentiates through the tiles (it stores each tile's probabilities, so the backward
+    pass needs ``O(L·S)`` memory again); a fused kernel such as FlashAttention instead keeps only
+    the per-row log-sum-exp and recomputes each tile in its backward pass.
+    """
+    L, S, batch = _validate(q, k, v)
+    _positive_int("block_size", block_size)
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+        raise ValueError(
+            f"tiled_attention needs equal batch dimensions, got q {_checks.fmt(q.shape)}, "
+            f"k {_checks.fmt(k.shape)}, v {_checks.fmt(v.shape)}"
+        )
+    if mask is not None:
+        _checks.mask("mask", mask, (*batch, L, S))
+        if mask.is_floating_point():
+            mask = mask.to(q.dtype)
+        mask = mask.expand(*batch, L, S).reshape(-1, L, S)  # (N, L, S); a view when it broadcast
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    dtype = q.dtype
+    if dtype in (torch.float16, torch.bfloat16):  # the running sums need float32's range and precision
+        q, k, v = q.float(), k.float(), v.float()
+        mask = mask.float() if mask is not None and mask.is_floating_point() else mask
+    E, Ev = q.shape[-1], v.shape[-1]
+    qf = q.reshape(-1, L, E)  # (N, L, E) with N = prod(...); a view, no copy of q
+    kt = k.reshape(-1, S, E).transpose(1, 2)  # (N, E, S)
+    vf = v.reshape(-1, S, Ev)  # (N, S, Ev)
+    N = qf.shape[0]
+    # In-place updates are faster but autograd needs every intermediate: pick per call.
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    out = qf.new_empty(N, L, Ev)
+    tris: dict[tuple[int, int, int], torch.Tensor] = {}  # hidden parts of diagonal tiles, built once
+    for i0 in range(0, L, block_size):
+        i1 = min(i0 + block_size, L)
+        qi = qf[:, i0:i1] * scale  # (N, b, E): the scale folded into one block of queries
+        m = qf.new_full((N, i1 - i0, 1), float("-inf"))  # running row maximum
+        l = qf.new_zeros(N, i1 - i0, 1)  # running normaliser
+        acc = qf.new_zeros(N, i1 - i0, Ev)  # running unnormalised output
+        for j0 in range(0, min(i1, S) if is_causal else S, block_size):
+            j1 = min(j0 + block_size, S)
+            s = torch.bmm(qi, kt[:, :, j0:j1])  # (N, b, b) one tile of scores
+            if is_causal and j1 - 1 > i0:  # the tile crosses the diagonal: hide the keys after each query
+                key = (i1 - i0, j1 - j0, i0 - j0)
+                if key not in tris:
+                    tris[key] = ~masks.causal(i1 - i0, j1 - j0, offset=i0 - j0, device=q.device)
+                tri = tris[key]
+                s = s.masked_fill(tri, float("-inf")) if grad else s.masked_fill_(tri, float("-inf"))
+            if mask is not None:
+                mt = mask[:, i0:i1, j0:j1]
+                if mt.dtype == torch.bool:
+                    if not mt.any():
+                        continue  # nothing visible in this tile: skip its work
+                    s = s.masked_fill(~mt, float("-inf"))
+                else:
+                    s = s + mt
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, b, 1)
+            m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # rows with nothing seen yet
+            corr = torch.exp(m - m_safe)  # rescales the old sums; 0 while m is -inf
+            if grad:
+                p = torch.exp(s - m_safe)  # (N, b, b)
+                l = l * corr + p.sum(dim=-1, keepdim=True)
+                acc = torch.baddbmm(acc * corr, p, vf[:, j0:j1])  # (N, b, Ev)
+            else:
+                p = s.sub_(m_safe).exp_()
+                l.mul_(corr).add_(p.sum(dim=-1, keepdim=True))
+                acc.mul_(corr).baddbmm_(p, vf[:, j0:j1])
+            m = m_new
+        # A row that saw no key has l = 0 and acc = 0: output zeros, not 0/0.
+        out[:, i0:i1] = acc / l.clamp_min(torch.finfo(l.dtype).tiny)
+    return out.reshape(*batch, L, Ev).to(dtype)

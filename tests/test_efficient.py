@@ -1,0 +1,376 @@
+"""attn.efficient against PyTorch's attention (F.scaled_dot_product_attention under the matching
+mask) or against the maths. Tolerances: float32 1e-5 unless stated; float64 1e-10."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+import attn
+from attn import efficient as ef
+from attn import masks
+
+torch.set_num_threads(1)
+
+
+def qkv(*shape, seed=0, dtype=torch.float32, requires_grad=False):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(requires_grad) for _ in range(3)]
+
+
+def flops(fn) -> int:
+    with FlopCounterMode(display=False) as fc:
+        fn()
+    return fc.get_total_flops()
+
+
+# --- tiled attention -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize("block_size", [1, 16, 50, 256])
+@pytest.mark.parametrize("L,S", [(100, 100), (37, 100), (100, 37)])
+def test_tiled_equals_sdpa(is_causal, block_size, L, S):
+    q, _, _ = qkv(2, 3, L, 16, seed=1)
+    _, k, v = qkv(2, 3, S, 16, seed=2)
+    out = ef.tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("additive", [False, True])
+def test_tiled_with_mask_equals_sdpa_and_fully_masked_rows_give_zeros(additive):
+    q, k, v = qkv(2, 3, 70, 8)
+    m = torch.rand(2, 1, 70, 70, generator=torch.Generator().manual_seed(3)) > 0.6
+    m[0, 0, 5] = False  # a query that may see nothing
+    m[1, 0, :, 32:64] = False  # whole tiles blocked (skipped)
+    mask = masks.to_additive(m) if additive else m
+    out = ef.tiled_attention(q, k, v, mask=mask, block_size=32)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m)
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    assert not out.isnan().any()
+    assert out[0, :, 5].abs().max() == 0
+
+
+def test_tiled_mask_and_causal_combine():
+    q, k, v = qkv(1, 2, 64, 8)
+    m = masks.sliding_window(64, window=5)
+    out = ef.tiled_attention(q, k, v, mask=m, is_causal=True, block_size=16)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m & masks.causal(64))
+    torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_backward_equals_sdpa_gradients():
+    a = qkv(1, 2, 48, 8, requires_grad=True)
+    b = [t.detach().clone().requires_grad_() for t in a]
+    ef.tiled_attention(*a, is_causal=True, block_size=16).square().sum().backward()
+    F.scaled_dot_product_attention(*b, is_causal=True).square().sum().backward()
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.grad, y.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_causal_skips_the_tiles_above_the_diagonal():
+    q, k, v = qkv(1, 1, 256, 16)
+    full = flops(lambda: ef.tiled_attention(q, k, v, block_size=64))
+    causal = flops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=64))
+    assert causal == full * 10 // 16  # 4 x 4 tiles, 10 on or below the diagonal
+
+
+def test_tiled_half_precision_matches_float32():
+    q, k, v = qkv(1, 2, 64, 16)
+    out = ef.tiled_attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), is_causal=True, block_size=16)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=3e-2, rtol=3e-2)
+
+
+@pytest.mark.parametrize("bad", [0, -4, 2.5])
+def test_tiled_rejects_bad_block_size(bad):
+    q, k, v = qkv(1, 1, 8, 4)
+    with pytest.raises(ValueError, match="block_size"):
+        ef.tiled_attention(q, k, v, block_size=bad)
+
+
+def test_tiled_rejects_mask_of_wrong_shape():
+    q, k, v = qkv(1, 1, 8, 4)
+    with pytest.raises(ValueError, match=r"mask of shape \(7, 8\)"):
+        ef.tiled_attention(q, k, v, mask=torch.ones(7, 8, dtype=torch.bool))
+
+
+# --- banded sliding window, Longformer, BigBird --------------------------------------------------
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("window,block", [(1, None), (4, None), (4, 7), (16, 16), (200, None)])
+def test_banded_equals_full_attention_under_sliding_window_mask(causal, window, block):
+    q, k, v = qkv(2, 3, 90, 8, dtype=torch.float64)
+    out = ef.banded_attention(q, k, v, window=window, causal=causal, block_size=block)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.sliding_window(90, window=window, causal=causal))
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+
+
+def test_banded_cost_grows_linearly_with_length():
+    small = flops(lambda: ef.banded_attention(*qkv(1, 1, 512, 16), window=32))
+    large = flops(lambda: ef.banded_attention(*qkv(1, 1, 2048, 16), window=32))
+    assert large == 4 * small  # 4x the length, 4x the work (full attention: 16x)
+
+
+def test_longformer_equals_full_attention_under_local_global_mask():
+    q, k, v = qkv(2, 2, 77, 8, dtype=torch.float64)
+    g = (0, 5, 76)
+    out = ef.longformer_attention(q, k, v, window=6, global_tokens=g, block_size=10)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.local_global(77, window=6, global_tokens=g))
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+
+
+def test_bigbird_equals_full_attention_under_its_mask():
+    L = 64
+    q, k, v = qkv(2, 2, L, 8, dtype=torch.float64)
+    rnd = ef.random_keys(L, num_random=3, seed=4)
+    keep = masks.local_global(L, window=4, global_tokens=(0, 1))
+    keep[torch.arange(L).unsqueeze(1), rnd] = True
+    out = ef.bigbird_attention(q, k, v, window=4, global_tokens=(0, 1), random=rnd)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+
+
+def test_bigbird_reproduces_attn_masks_bigbird():
+    L, r = 40, 2
+    keep = masks.bigbird(L, window=3, global_tokens=(0,), num_random=r, seed=7)
+    extra = keep & ~masks.local_global(L, window=3, global_tokens=(0,))  # the random keys not already kept
+    rnd = torch.arange(L).unsqueeze(1).repeat(1, r)  # a query's own index: in its window, counted once
+    for i in range(L):
+        idx = extra[i].nonzero().flatten()
+        rnd[i, : idx.numel()] = idx
+    q, k, v = qkv(1, 2, L, 8, dtype=torch.float64)
+    out = ef.bigbird_attention(q, k, v, window=3, global_tokens=(0,), random=rnd)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=keep), atol=1e-10, rtol=1e-10)
+
+
+def test_sparse_attention_errors_name_the_argument():
+    q, k, v = qkv(1, 1, 16, 4)
+    with pytest.raises(ValueError, match="window"):
+        ef.banded_attention(q, k, v, window=0)
+    with pytest.raises(ValueError, match="block_size"):
+        ef.banded_attention(q, k, v, window=2, block_size=0)
+    with pytest.raises(ValueError, match="global_tokens"):
+        ef.longformer_attention(q, k, v, window=2, global_tokens=(16,))
+    with pytest.raises(ValueError, match="random"):
+        ef.bigbird_attention(q, k, v, window=2, random=torch.zeros(15, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="self-attention"):
+        ef.banded_attention(q, k[..., :8, :], v[..., :8, :], window=2)
+    with pytest.raises(ValueError, match="num_random"):
+        ef.random_keys(4, num_random=5)
+
+
+# --- linear attention and Linformer --------------------------------------------------------------
+
+def _kernel_attention_quadratic(q, k, v, causal):
+    a = ef.elu_feature_map(q) @ ef.elu_feature_map(k).transpose(-2, -1)  # (..., L, S)
+    if causal:
+        a = a.tril()
+    return (a @ v) / (a.sum(-1, keepdim=True) + 1e-6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_linear_attention_equals_its_quadratic_form(causal):
+    q, k, v = qkv(2, 3, 50, 8, dtype=torch.float64)
+    out = ef.linear_attention(q, k, v, causal=causal, chunk_size=16)
+    torch.testing.assert_close(out, _kernel_attention_quadratic(q, k, v, causal), atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64])
+def test_causal_linear_attention_recurrent_equals_parallel(chunk):
+    q, k, v = qkv(2, 2, 33, 8, dtype=torch.float64)
+    torch.testing.assert_close(ef.linear_attention_recurrent(q, k, v),
+                               ef.linear_attention(q, k, v, causal=True, chunk_size=chunk), atol=1e-10, rtol=1e-10)
+
+
+def test_causal_linear_attention_ignores_the_future():
+    q, k, v = qkv(1, 1, 20, 4)
+    k2, v2 = k.clone(), v.clone()
+    k2[..., 10:, :] += 5
+    v2[..., 10:, :] -= 3
+    a = ef.linear_attention(q, k, v, causal=True, chunk_size=8)
+    b = ef.linear_attention(q, k2, v2, causal=True, chunk_size=8)
+    torch.testing.assert_close(a[..., :10, :], b[..., :10, :])
+
+
+def test_linformer_with_identity_projection_is_exact_attention():
+    q, k, v = qkv(2, 2, 24, 8)
+    out = ef.linformer_attention(q, k, v, torch.eye(24))
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-5, rtol=1e-5)
+
+
+def test_linformer_projection_reduces_keys_to_rank_and_checks_inputs():
+    proj = ef.LinformerProjection(32, 4)
+    q, k, v = qkv(2, 2, 32, 8)
+    assert proj(q, k, v).shape == (2, 2, 32, 8)
+    assert proj.proj_k.shape == (4, 32)
+    with pytest.raises(ValueError, match=r"rank \(40\).*seq_len \(32\)"):
+        ef.LinformerProjection(32, 40)
+    with pytest.raises(ValueError, match="proj_k must have shape"):
+        ef.linformer_attention(q, k, v, torch.ones(4, 31))
+    with pytest.raises(ValueError, match="seq_len = 32"):
+        proj(q, k[..., :16, :], v[..., :16, :])
+
+
+# --- grouped-query attention ----------------------------------------------------------------------
+
+def test_gqa_with_as_many_kv_heads_as_heads_equals_multi_head_attention():
+    torch.manual_seed(0)
+    mha = attn.MultiHeadAttention(32, 4)
+    gqa = ef.GroupedQueryAttention.from_multi_head(mha)
+    x = torch.randn(2, 9, 32)
+    for causal in (False, True):
+        torch.testing.assert_close(gqa(x, is_causal=causal), mha(x, is_causal=causal)[0], atol=1e-5, rtol=1e-5)
+
+
+def test_gqa_equals_multi_head_attention_with_repeated_kv_heads():
+    torch.manual_seed(0)
+    gqa = ef.GroupedQueryAttention(32, 8, 2)
+    x = torch.randn(2, 9, 32)
+    B, L, H, E = 2, 9, 8, 4
+    q = gqa.q_proj(x).view(B, L, H, E).transpose(1, 2)
+    k, v = gqa.kv_proj(x).view(B, L, 2, 2, E).permute(2, 0, 3, 1, 4)
+    k, v = k.repeat_interleave(4, dim=1), v.repeat_interleave(4, dim=1)  # heads 0-3 share K/V head 0
+    ref = gqa.out_proj(attn.functional.explicit_attention(q, k, v, masks.causal(L))[0].transpose(1, 2).reshape(B, L, 32))
+    torch.testing.assert_close(gqa(x, is_causal=True), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_gqa_cached_decoding_equals_full_pass_and_cache_is_smaller():
+    torch.manual_seed(0)
+    gqa = ef.GroupedQueryAttention(32, 8, 2)
+    x = torch.randn(1, 12, 32)
+    full = gqa(x, is_causal=True)
+    cache = attn.KVCache()
+    steps = [gqa(x[:, :5], is_causal=True, cache=cache)] + [gqa(x[:, t:t + 1], is_causal=True, cache=cache) for t in range(5, 12)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
+    assert cache.k.shape == (1, 2, 12, 4)
+    held = cache.k.nbytes + cache.v.nbytes
+    assert held == ef.kv_cache_bytes(batch=1, seq_len=12, num_layers=1, num_kv_heads=2, d_head=4)
+    assert held * 4 == ef.kv_cache_bytes(batch=1, seq_len=12, num_layers=1, num_kv_heads=8, d_head=4)
+
+
+def test_gqa_rejects_kv_heads_that_do_not_divide_heads():
+    with pytest.raises(ValueError, match=r"num_heads \(8\).*num_kv_heads \(3\)"):
+        ef.GroupedQueryAttention(32, 8, 3)
+    with pytest.raises(ValueError, match="num_kv_heads"):
+        ef.GroupedQueryAttention(32, 8, 0)
+
+
+# --- gradient checkpointing ------------------------------------------------------------------------
+
+def test_checkpointing_keeps_results_and_gradients_and_saves_activation_memory():
+    torch.manual_seed(0)
+    layers = torch.nn.ModuleList(attn.blocks.EncoderLayer(32, 4, 64, dropout=0.0) for _ in range(3))
+    x = torch.randn(2, 40, 32, requires_grad=True)
+    results = {}
+    for ck in (False, True):
+        out, saved = ef.saved_activation_bytes(lambda ck=ck: ef.checkpointed(layers, x, checkpoint_layers=ck, is_causal=True))
+        out.square().sum().backward()
+        results[ck] = (out.detach(), x.grad.clone(), [p.grad.clone() for p in layers.parameters()], saved)
+        x.grad = None
+        layers.zero_grad()
+    (o0, g0, p0, s0), (o1, g1, p1, s1) = results[False], results[True]
+    torch.testing.assert_close(o1, o0)
+    torch.testing.assert_close(g1, g0)
+    for a, b in zip(p1, p0):
+        torch.testing.assert_close(a, b)
+    assert s1 == 3 * x.nbytes  # only each layer's input is kept
+    assert s0 > 10 * s1
+
+
+# --- the swappable layer -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind,kwargs", [("full", {}), ("tiled", {}), ("window", {"window": 100})])
+def test_swapped_exact_kinds_give_the_model_its_original_output(kind, kwargs):
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=30, causal=True).eval()
+    tokens = torch.randint(0, 20, (2, 30))
+    expected = model(tokens)
+    ef.swap_attention(model, kind, **kwargs)
+    assert isinstance(model.layers[0].self_attn, ef.EfficientSelfAttention)
+    torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_swapped_approximate_kinds_run_and_reject_what_they_cannot_do():
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=30)
+    tokens = torch.randint(0, 20, (2, 30))
+    assert ef.swap_attention(model, "linformer", rank=4, seq_len=30)(tokens).shape == (2, 30, 20)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        ef.EfficientSelfAttention(16, 2, "sparse")
+    with pytest.raises(ValueError, match="cannot be causal"):
+        ef.EfficientSelfAttention(16, 2, "linformer", rank=4, seq_len=30)(torch.randn(1, 30, 16), is_causal=True)
+
+
+# --- which kernel runs, and the shipped measurements ------------------------------------------------
+
+def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
+    q, k, v = qkv(1, 2, 16, 8)
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v)) == "fused (flash, CPU)"
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=masks.causal(16))) == "fused (flash, CPU)"
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)) == "math (matmul + softmax)"
+    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q[0], k[0], v[0])) == "math (matmul + softmax)"
+    assert "bmm" in ef.aten_ops(lambda: attn.functional.explicit_attention(q, k, v))
+
+
+def test_measured_results_load_and_unknown_names_are_named():
+    for path in ef.results.MEASURED.glob("*.csv"):
+        rows = ef.measured(path.stem)
+        assert rows and all(isinstance(v, (int, float, bool, str)) for v in rows[0].values())
+    with pytest.raises(FileNotFoundError, match="no measurement named 'nope'"):
+        ef.measured("nope")
+
+
+# --- Transformer-XL-style segment recurrence ----------------------------------------------------------
+
+def test_two_segments_with_memory_equal_one_pass_over_both():
+    torch.manual_seed(0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 2, max_distance=32)
+    torch.nn.init.normal_(model.rel_bias)  # a non-trivial relative bias
+    x = torch.randint(0, 16, (2, 20))
+    full, _ = model(x)
+    torch.testing.assert_close(model.segments(x, 10), full, atol=1e-5, rtol=1e-5)
+
+
+def test_without_memory_each_segment_is_computed_alone():
+    torch.manual_seed(0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 1)
+    x = torch.randint(0, 16, (1, 20))
+    alone, _ = model(x[:, 10:])
+    torch.testing.assert_close(model.segments(x, 10, memory=False)[:, 10:], alone)
+    assert not torch.allclose(model.segments(x, 10)[:, 10:], alone)
+
+
+def test_memory_is_kept_without_gradient():
+    model = ef.SegmentRecurrentLM(16, 16, 2, 1)
+    _, mems = model(torch.randint(0, 16, (1, 8)))
+    assert not mems[0].requires_grad
+
+
+def test_delayed_copy_targets_are_the_tokens_delay_back():
+    tokens, targets = ef.delayed_copy(3, 20, 5, seed=1)
+    assert torch.equal(targets[:, 5:], tokens[:, :-5])
+    assert (targets[:, :5] == -100).all()
+
+
+def test_recurrence_errors_name_the_argument():
+    with pytest.raises(ValueError, match="max_distance"):
+        ef.SegmentRecurrentLM(16, max_distance=0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 2)
+    with pytest.raises(ValueError, match="segment_len"):
+        model.segments(torch.zeros(1, 4, dtype=torch.long), 0)
+    with pytest.raises(ValueError, match=r"mems must hold one tensor per layer \(2\)"):
+        model(torch.zeros(1, 4, dtype=torch.long), [torch.zeros(1, 4, 16)])
+
+
+def test_linformer_pooling_projection_at_full_rank_is_exact_and_error_falls_with_rank():
+    q, k, v = qkv(1, 2, 64, 8)
+    exact = F.scaled_dot_product_attention(q, k, v)
+    errors = []
+    for r in (4, 16, 64):
+        with torch.no_grad():
+            approx = ef.LinformerProjection(64, r, learned=False, init="pool")(q, k, v)
+        errors.append(((approx - exact).norm() / exact.norm()).item())
+    assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-6
+    with pytest.raises(ValueError, match="init must be"):
+        ef.LinformerProjection(64, 4, init="svd")
