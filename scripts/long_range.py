@@ -14,7 +14,6 @@ position, one earlier token:
 from __future__ import annotations
 
 import json
-import math
 import pathlib
 import sys
 import time

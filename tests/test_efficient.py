@@ -30,11 +30,17 @@ def flops(fn) -> int:
 @pytest.mark.parametrize("block_size", [1, 16, 50, 256])
 @pytest.mark.parametrize("L,S", [(100, 100), (37, 100), (100, 37)])
 def test_tiled_equals_sdpa(is_causal, block_size, L, S):
+    """Against PyTorch's kernel with attn's causal mask (bottom-right aligned when L != S; rows
+    with no visible key give zeros, where PyTorch gives NaN)."""
     q, _, _ = qkv(2, 3, L, 16, seed=1)
     _, k, v = qkv(2, 3, S, 16, seed=2)
     out = ef.tiled_attention(q, k, v, is_causal=is_causal, block_size=block_size)
-    ref = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    allowed = masks.causal(L, S, offset=S - L) if is_causal else torch.ones(L, S, dtype=torch.bool)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed).nan_to_num(0.0)
+    ref = ref.masked_fill(~allowed.any(-1, keepdim=True), 0.0)
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+    if L == S:  # and with no mask at all, PyTorch's own is_causal agrees
+        torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=is_causal), atol=1e-5, rtol=1e-5)
 
 
 @pytest.mark.parametrize("additive", [False, True])

@@ -47,8 +47,10 @@ def tiled_attention(
     Args:
         q: queries ``(..., L, E)``. k: keys ``(..., S, E)``. v: values ``(..., S, Ev)``; the batch
             dimensions ``...`` must be equal (no broadcasting).
-        is_causal: key ``j`` is visible to query ``i`` only if ``j <= i`` (top-left aligned, as in
-            PyTorch). Tiles above the diagonal are skipped, not computed and masked.
+        is_causal: key ``j`` is visible to query ``i`` only if ``j <= i + S - L``: aligned to the
+            bottom-right corner, as everywhere in ``attn`` (the queries are the last ``L``
+            positions; equal to PyTorch's top-left triangle when ``L = S``). Tiles above the
+            diagonal are skipped, not computed and masked.
         mask: bool (True = may attend) or additive, broadcasting to ``(..., L, S)``. Tiles a boolean
             mask blocks completely are skipped.
         scale: multiplies the scores; default ``1 / sqrt(E)``.
@@ -91,19 +93,20 @@ def tiled_attention(
     grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
     out = qf.new_empty(N, L, Ev)
     tris: dict[tuple[int, int, int], torch.Tensor] = {}  # hidden parts of diagonal tiles, built once
+    off = S - L if is_causal else 0  # bottom-right alignment: query i sees keys j <= i + off
     for i0 in range(0, L, block_size):
         i1 = min(i0 + block_size, L)
         qi = qf[:, i0:i1] * scale  # (N, b, E): the scale folded into one block of queries
         m = qf.new_full((N, i1 - i0, 1), float("-inf"))  # running row maximum
-        l = qf.new_zeros(N, i1 - i0, 1)  # running normaliser
+        denom = qf.new_zeros(N, i1 - i0, 1)  # running normaliser (l in the FlashAttention paper)
         acc = qf.new_zeros(N, i1 - i0, Ev)  # running unnormalised output
-        for j0 in range(0, min(i1, S) if is_causal else S, block_size):
+        for j0 in range(0, max(0, min(i1 + off, S)) if is_causal else S, block_size):
             j1 = min(j0 + block_size, S)
             s = torch.bmm(qi, kt[:, :, j0:j1])  # (N, b, b) one tile of scores
-            if is_causal and j1 - 1 > i0:  # the tile crosses the diagonal: hide the keys after each query
-                key = (i1 - i0, j1 - j0, i0 - j0)
+            if is_causal and j1 - 1 > i0 + off:  # the tile crosses the diagonal: hide the keys after each query
+                key = (i1 - i0, j1 - j0, i0 - j0 + off)
                 if key not in tris:
-                    tris[key] = ~masks.causal(i1 - i0, j1 - j0, offset=i0 - j0, device=q.device)
+                    tris[key] = ~masks.causal(i1 - i0, j1 - j0, offset=i0 - j0 + off, device=q.device)
                 tri = tris[key]
                 s = s.masked_fill(tri, float("-inf")) if grad else s.masked_fill_(tri, float("-inf"))
             if mask is not None:
@@ -119,13 +122,13 @@ def tiled_attention(
             corr = torch.exp(m - m_safe)  # rescales the old sums; 0 while m is -inf
             if grad:
                 p = torch.exp(s - m_safe)  # (N, b, b)
-                l = l * corr + p.sum(dim=-1, keepdim=True)
+                denom = denom * corr + p.sum(dim=-1, keepdim=True)
                 acc = torch.baddbmm(acc * corr, p, vf[:, j0:j1])  # (N, b, Ev)
             else:
                 p = s.sub_(m_safe).exp_()
-                l.mul_(corr).add_(p.sum(dim=-1, keepdim=True))
+                denom.mul_(corr).add_(p.sum(dim=-1, keepdim=True))
                 acc.mul_(corr).baddbmm_(p, vf[:, j0:j1])
             m = m_new
-        # A row that saw no key has l = 0 and acc = 0: output zeros, not 0/0.
-        out[:, i0:i1] = acc / l.clamp_min(torch.finfo(l.dtype).tiny)
+        # A row that saw no key has denom = 0 and acc = 0: output zeros, not 0/0.
+        out[:, i0:i1] = acc / denom.clamp_min(torch.finfo(denom.dtype).tiny)
     return out.reshape(*batch, L, Ev).to(dtype)
