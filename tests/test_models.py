@@ -129,3 +129,23 @@ def test_training_loop_learns_a_trivial_task_and_is_deterministic():
     a, b = run(), run()
     assert a == b
     assert a[-1] < 0.2 * a[0]
+
+
+def _train_tiny(seed: int) -> list[float]:
+    import attn
+
+    torch.manual_seed(seed)
+    model = torch.nn.Linear(4, 1)
+    g = torch.Generator().manual_seed(seed)
+    data = [(torch.randn(8, 4, generator=g), torch.randn(8, 1, generator=g)) for _ in range(5)]
+    return attn.train.train(model, data.__getitem__, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+                            steps=5, seed=seed, progress=False)
+
+
+def test_runs_side_by_side_give_the_serial_results_in_order():
+    import attn
+
+    serial = [_train_tiny(s) for s in (0, 1, 2)]
+    assert attn.train.run_side_by_side(_train_tiny, (0, 1, 2), workers=2) == serial
+    assert attn.train.run_side_by_side(_train_tiny, (0, 1, 2), workers=1) == serial
+    assert serial[0] != serial[1]
