@@ -65,3 +65,25 @@ def test_table_and_head_split_checkers():
     bare = exercises.check_split_heads(lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1))
     assert not bare, "a reshape without the transpose mixes positions into heads"
     assert masks.causal(3).dtype == torch.bool
+
+
+def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass_it(root):
+    """The solutions in the chapters' dropdowns that call a checker run, and the checker accepts them."""
+    import json
+    import re
+
+    import notebooks  # scripts/notebooks.py
+
+    import attn
+
+    used = set()
+    for path in notebooks.chapters():
+        nb = json.loads(path.read_text())
+        text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        for block in re.findall(r":::\{dropdown\} Solution\n(.*?)\n:::", text, flags=re.S):
+            for code in re.findall(r"```python\n(.*?)```", block, flags=re.S):
+                if "attn.exercises.check_" in code:
+                    used |= set(re.findall(r"attn\.exercises\.(check_\w+)", code))
+                    exec(compile(code, f"{path.name}: solution", "exec"),
+                         {"attn": attn, "torch": torch, "math": math})
+    assert used == {n for n in exercises.__all__ if n.startswith("check_")}, "every checker is used by a chapter"

@@ -301,7 +301,7 @@ def _sdpa_weights(q, k, v=None, attn_mask=None, dropout_p=0.0, is_causal=False, 
         # sharpens attention on purpose; the scaling check is about q . k alone.
         allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask != float("-inf")
         s = s.masked_fill(~allowed, float("-inf"))
-    return torch.softmax(s, -1)
+    return masks.masked_softmax(s)
 
 
 def _normalised_entropy(weights: list[torch.Tensor]) -> float | None:

@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attn import masks
 from attn.attention import KVCache, MultiHeadAttention
 from attn.blocks import EncoderLayer, FeedForward
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
@@ -339,7 +340,7 @@ def _sample(logits: torch.Tensor, temperature: float, top_k: int | None, generat
     if top_k is not None:
         kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)
         logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)  # (B, 1)
+    return torch.multinomial(masks.masked_softmax(logits), 1, generator=generator)  # (B, 1)
 
 
 # --- T5 -----------------------------------------------------------------------------------------

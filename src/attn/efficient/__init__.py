@@ -1,13 +1,13 @@
 """Efficient attention: what really saves compute and memory on long sequences, and what it costs.
 
-- :mod:`~attn.efficient.tiled`: exact attention in tiles with the online softmax (FlashAttention's
+- ``~attn.efficient.tiled``: exact attention in tiles with the online softmax (FlashAttention's
   algorithm in PyTorch): ``O(L)`` memory, same result.
-- :mod:`~attn.efficient.sparse`: sliding-window attention computed in bands (``O(L·w)``), and the
+- ``~attn.efficient.sparse``: sliding-window attention computed in bands (``O(L·w)``), and the
   Longformer and BigBird patterns on top of it.
-- :mod:`~attn.efficient.linear`: kernel (linear) attention, parallel and recurrent; Linformer.
-- :mod:`~attn.efficient.memory`: grouped-query / multi-query attention, gradient checkpointing.
-- :mod:`~attn.efficient.recurrence`: Transformer-XL-style segment recurrence with relative positions.
-- :mod:`~attn.efficient.layers`: one self-attention layer with the attention step swapped, to
+- ``~attn.efficient.linear``: kernel (linear) attention, parallel and recurrent; Linformer.
+- ``~attn.efficient.memory``: grouped-query / multi-query attention, gradient checkpointing.
+- ``~attn.efficient.recurrence``: Transformer-XL-style segment recurrence with relative positions.
+- ``~attn.efficient.layers``: one self-attention layer with the attention step swapped, to
   train the same model with each.
 
 Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.

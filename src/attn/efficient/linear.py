@@ -31,7 +31,10 @@ __all__ = ["LinformerProjection", "elu_feature_map", "linear_attention", "linear
 
 
 def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
-    """φ(x) = elu(x) + 1, positive everywhere, so the normaliser never vanishes."""
+    """φ(x) = elu(x) + 1, positive everywhere, so the normaliser never vanishes.
+
+    Shape: any, e.g. ``(B, H, L, E)``; the output has the shape of ``x``.
+    """
     return F.elu(x) + 1.0
 
 
@@ -76,7 +79,10 @@ def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causa
 
 def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, eps: float = 1e-6) -> torch.Tensor:
     """Causal linear attention as an RNN, one token at a time (what decoding does): the state
-    ``(Σ φ(k) vᵀ, Σ φ(k))`` has a fixed size, whatever the length. Shapes as :func:`linear_attention`."""
+    ``(Σ φ(k) vᵀ, Σ φ(k))`` has a fixed size, whatever the length. Shapes as :func:`linear_attention`.
+
+    Shape: ``q``, ``k`` ``(..., L, E)``, ``v`` ``(..., L, Ev)``; output ``(..., L, Ev)``.
+    """
     _validate(q, k, v)
     fq, fk = elu_feature_map(q), elu_feature_map(k)
     state = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], v.shape[-1])  # (..., E, Ev)

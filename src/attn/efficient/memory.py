@@ -102,7 +102,10 @@ class GroupedQueryAttention(nn.Module):
 
 def checkpointed(layers, x: torch.Tensor, *, checkpoint_layers: bool = True, **kwargs) -> torch.Tensor:
     """Run ``x`` through ``layers`` one after the other, each under ``torch.utils.checkpoint`` when
-    ``checkpoint_layers`` (and gradients are being recorded). ``kwargs`` go to every layer."""
+    ``checkpoint_layers`` (and gradients are being recorded). ``kwargs`` go to every layer.
+
+    Shape: ``x`` ``(B, L, D)`` in, ``(B, L, D)`` out (each layer keeps the shape).
+    """
     for layer in layers:
         if checkpoint_layers and torch.is_grad_enabled():
             x = checkpoint(layer, x, use_reentrant=False, **kwargs)
@@ -116,6 +119,8 @@ def saved_activation_bytes(fn) -> tuple[torch.Tensor, int]:
 
     This is the memory that grows with depth and length and that checkpointing trades for time.
     With ``torch.utils.checkpoint`` the layers' inputs are what is kept. Returns ``(fn(), bytes)``.
+
+    Shape: ``fn()`` returns a tensor such as ``(B, L, D)``; the count is a plain ``int`` of bytes.
     """
     seen: dict[int, int] = {}
 

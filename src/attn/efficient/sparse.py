@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from attn import _checks
+from attn import _checks, masks
 from attn.efficient.tiled import _positive_int
 from attn.functional import _validate
 
@@ -93,7 +93,7 @@ def banded_attention(
     block = _positive_int("block_size", window if block_size is None else block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s, vs, keep, _ = _band_scores(q, k, v, window, causal, block, scale)
-    p = torch.softmax(s.masked_fill(~keep, float("-inf")), dim=-1)  # (N, nb, c, W); the diagonal is always kept
+    p = masks.masked_softmax(s, keep)  # (N, nb, c, W); the diagonal is always kept
     out = (p @ vs).flatten(1, 2)[:, :L]  # (N, L, Ev)
     return out.reshape(*q.shape[:-1], v.shape[-1])
 
@@ -170,13 +170,13 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
         s_rand = (qf.unsqueeze(2) @ kr.transpose(-1, -2)).squeeze(2)  # (N, L, r)
         groups.append(s_rand.masked_fill(drop, float("-inf")))
         values = vf[:, random]  # (N, L, r, Ev)
-    p = torch.softmax(torch.cat(groups, dim=-1), dim=-1)  # (N, L, W + G + r)
+    p = masks.masked_softmax(torch.cat(groups, dim=-1))  # (N, L, W + G + r)
     p_band, p_glob = p[..., :W], p[..., W:W + g.numel()]
     out = F.pad(p_band, (0, 0, 0, nb * c - L)).view(N, nb, c, W) @ vs  # (N, nb, c, Ev)
     out = out.flatten(1, 2)[:, :L] + p_glob @ vf[:, g]  # (N, L, Ev)
     if values is not None:
         out = out + (p[..., W + g.numel():].unsqueeze(2) @ values).squeeze(2)
     # Global queries see everything: their rows are ordinary full attention (G rows, O(G·L)).
-    w_g = torch.softmax(qf[:, g] @ kf.transpose(1, 2), dim=-1)  # (N, G, L)
+    w_g = masks.masked_softmax(qf[:, g] @ kf.transpose(1, 2))  # (N, G, L)
     out = out.index_copy(1, g, w_g @ vf)
     return out.reshape(*q.shape[:-1], Ev)
