@@ -78,6 +78,17 @@ def copy_page_css(app, exception) -> None:
         shutil.copyfile(CSS, pathlib.Path(app.outdir) / "_static" / CSS.name)
 
 
+# The theme's Font Awesome script is not loaded by any page (_templates/static/webpack-macros.html):
+# its 3 MB (script and source map) stay out of the published site.
+UNUSED_THEME_FILES = ("fontawesome.js", "fontawesome.js.map", "fontawesome.js.LICENSE.txt")
+
+
+def drop_unused_theme_files(app, exception) -> None:
+    if exception is None and app.builder.format == "html":
+        for name in UNUSED_THEME_FILES:
+            (pathlib.Path(app.outdir) / "_static" / "scripts" / name).unlink(missing_ok=True)
+
+
 def setup(app):
     from myst_nb.core import render
 
@@ -86,5 +97,6 @@ def setup(app):
 
     render.sanitize_script_content = sanitize_script_content
     app.connect("build-finished", serve_reader_editions)
+    app.connect("build-finished", drop_unused_theme_files)
     app.connect("html-page-context", trim_page_assets, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
