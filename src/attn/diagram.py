@@ -115,7 +115,7 @@ def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] =
 
     # --- output ----------------------------------------------------------------------------------
     _box(ax, xd, 9.3, "linear  D → vocabulary  (B, L, V)")
-    _box(ax, xd, 10.3, "softmax: next-token probabilities  (B, L, V)", _INPUT, bold=True)
+    _box(ax, xd, 10.3, "softmax: next-token probs  (B, L, V)", _INPUT, bold=True)
     _arrow(ax, (xd, 8.3 + _H / 2), (xd, 9.3 - _H / 2))
     _arrow(ax, (xd, 9.3 + _H / 2), (xd, 10.3 - _H / 2))
 
