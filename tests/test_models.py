@@ -57,6 +57,17 @@ def test_english_text_is_real_and_stable():
     assert set(text) <= set("abcdefghijklmnopqrstuvwxyz0123456789 .,;:'()-")
 
 
+def test_english_text_is_the_frozen_corpus_whatever_the_python():
+    """The chapters and checkpoints were made on this exact text: it must not follow the running
+    Python's pydoc_data (3.12 ships other topics). The hash is of the decompressed text."""
+    import hashlib
+
+    text = data.english_text()
+    assert len(text) == 409_405
+    assert hashlib.sha256(text.encode()).hexdigest()[:16] == "70015d8f9db13e2d"
+    assert data.english_text(1000) == text[:1000]
+
+
 def test_lm_generation_with_kv_cache_gives_the_same_tokens():
     torch.manual_seed(0)
     model = TokenModel(30, d_model=32, num_heads=4, num_layers=2, causal=True, max_len=64).eval()

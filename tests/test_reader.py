@@ -141,3 +141,13 @@ def test_glue_rejects_a_name_the_prose_cannot_refer_to():
     with pytest.raises(ValueError, match="glue name"):
         glue("two words", 1)
 
+
+
+def test_below_shows_the_bound_a_rounding_level_value_stays_under():
+    from attn.notebook import below
+
+    assert below(4.8e-07, 1e-6) == "1e-06"
+    assert below(0.0, 1e-5) == "1e-05"
+    for bad in (1e-6, 2e-6, float("nan")):
+        with pytest.raises(AssertionError, match="expected a value below 1e-06"):
+            below(bad, 1e-6)

@@ -4,7 +4,8 @@
 - :func:`kv_recall`: a task that needs two attention relations (previous token, matching key).
 - :func:`kv_sum`: the same two relations, both needed at the same position (forces heads apart).
 - :class:`DateTask`: "29 November 2026" -> "2026-11-29", with the true character alignment.
-- :func:`english_text` / :class:`CharVocab`: real English shipped with CPython (``pydoc_data``).
+- :func:`english_text` / :class:`CharVocab`: real English from CPython's documentation (``pydoc_data``),
+  frozen in the package.
 - :func:`last_write`: "repeat the most recent value written", a task whose answer lies a bounded
   distance back at every length (for extrapolation experiments).
 """
@@ -192,15 +193,18 @@ class DateTask:
 # --- real English --------------------------------------------------------------------------------
 
 def english_text(max_chars: int | None = None) -> str:
-    """English prose from the Python documentation topics shipped with CPython (``pydoc_data``),
-    lower-cased, with whitespace collapsed and only letters, digits and basic punctuation kept."""
-    import re
+    """English prose from the Python documentation topics (``pydoc_data``, PSF licence), lower-cased,
+    with whitespace collapsed and only letters, digits and basic punctuation kept.
 
-    from pydoc_data.topics import topics
+    The text is frozen in the package (``attn/texts/english.txt.gz``, 409,405 characters, written from
+    CPython 3.11's ``pydoc_data`` by ``scripts/english_text.py``): each Python release ships other
+    topics, and the chapters' numbers and the trained checkpoints must not change with the Python a
+    reader runs.
+    """
+    import gzip
+    from importlib import resources
 
-    text = " ".join(topics[k] for k in sorted(topics))
-    text = re.sub(r"[^a-z0-9 .,;:'()\-\n]", " ", text.lower())
-    text = re.sub(r"\s+", " ", text)
+    text = gzip.decompress(resources.files("attn").joinpath("texts/english.txt.gz").read_bytes()).decode("ascii")
     return text if max_chars is None else text[:max_chars]
 
 

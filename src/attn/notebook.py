@@ -6,6 +6,8 @@ a local JupyterLab, or a plain Python process.
   the value only when asked to, and never fails.
 - :func:`require` stops a chapter at its first cell, with one clear message naming the package and
   the install command, when it needs a package that ``attn`` does not install.
+- :func:`below` shows a rounding-level number (an error, a leak) by the bound it is checked to stay
+  under, because its own digits change with the CPU, the BLAS build and the thread count.
 
 The markdown of a chapter refers to recorded values as ``{glue:text}`name```. Jupyter cannot render
 that role, so readers outside the site open a *reader edition* of each chapter, in which every role
@@ -17,7 +19,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-__all__ = ["glue", "require"]
+__all__ = ["below", "glue", "require"]
 
 
 def glue(name: str, value: Any, *, display: bool = False) -> Any:
@@ -60,3 +62,20 @@ def require(package: str, *, pip: str | None = None, why: str = "") -> None:
         name=package,
     )
 
+
+
+def below(value: float, bound: float) -> str:
+    """Check ``value < bound`` and return the bound as text, e.g. ``"1e-06"``.
+
+    A difference at rounding level (two implementations that agree, an output that does not move)
+    has digits that depend on the machine: ``4.8e-07`` here is ``3.6e-07`` on a laptop. What the
+    chapter claims, and what every machine reproduces, is that it stays below a bound. Use
+    ``glue("err", below(err, 1e-6))`` and write "below {glue:text}`err`" in the prose.
+
+    Raises:
+        AssertionError: if ``value`` is not below ``bound`` (or is NaN), naming both.
+    """
+    value, bound = float(value), float(bound)
+    if not value < bound:  # also catches NaN
+        raise AssertionError(f"expected a value below {bound:g}, got {value:g}")
+    return f"{bound:.0e}"
