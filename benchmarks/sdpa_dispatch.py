@@ -5,6 +5,12 @@ kernel; the goal is at most 1.05x its time. The explicit path (matmul, softmax, 
 returns the weights) is timed too: it exists to teach, not to be fast.
 
     make bench        # or: .venv/bin/python benchmarks/sdpa_dispatch.py [--quick]
+    .venv/bin/python benchmarks/sdpa_dispatch.py --paths   # record which kernel each call reaches
+
+``--paths`` records, for the calls of ``attn.efficient.sdpa_cases``, the path PyTorch takes on this
+machine (fused kernel or math fallback), with the torch version, in
+``attn/efficient/measured/sdpa_dispatch.csv``: the efficient-attention chapter shows that record,
+because the dispatch changes between torch releases (torch 2.14 sends 3-D inputs to the fused kernel).
 
 Timings interleave the implementations and report medians, float32, B=1, H=8, E=64.
 """
@@ -12,6 +18,7 @@ Timings interleave the implementations and report medians, float32, B=1, H=8, E=
 from __future__ import annotations
 
 import argparse
+import csv
 import statistics
 import time
 
@@ -59,10 +66,29 @@ def run(sizes, causal: bool, repeats: int) -> list[tuple]:
     return rows
 
 
+def record_paths() -> None:
+    """Write measured/sdpa_dispatch.csv: call, path, torch version."""
+    from attn.efficient import sdpa_cases, sdpa_path
+    from attn.efficient.results import MEASURED
+
+    q, k, v = (torch.randn(1, 8, 128, 64, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    version = torch.__version__.split("+")[0]
+    with open(MEASURED / "sdpa_dispatch.csv", "w", newline="") as f:
+        out = csv.writer(f, lineterminator="\n")
+        out.writerow(["call", "path", "torch"])
+        for name, fn in sdpa_cases(q, k, v).items():
+            out.writerow([name, sdpa_path(fn), version])
+            print(f"{name:>56}  {sdpa_path(fn)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="fewer sizes and repeats")
+    ap.add_argument("--paths", action="store_true", help="only record the path of each call (measured/sdpa_dispatch.csv)")
     args = ap.parse_args()
+    if args.paths:
+        record_paths()
+        return
     sizes = [256, 1024] if args.quick else [256, 512, 1024, 2048, 4096]
     repeats = 5 if args.quick else 15
     torch.set_num_threads(torch.get_num_threads())

@@ -106,6 +106,67 @@ def test_stored_notebooks_were_executed_in_order_and_leak_nothing(root):
         assert "0x7f" not in outputs, f"{path.name}: a memory address in an output"
 
 
+# --- Stored outputs that every machine reproduces (README: "Writing a chapter") ------------------
+# A cell excused from nbval's comparison is a cell whose numbers come from training; the count may
+# grow only with new training cells (raise it in the same commit that adds one, and say so).
+IGNORED_CELLS_AT_MOST = 42
+# Digits another CPU does not reproduce: a raw float repr, or a rounding-level magnitude shown by its
+# own digits (show the bound it is checked against instead: attn.notebook.below).
+UNSTABLE_NUMBER = re.compile(r"(?<![\d.])\d\.\d{7,}|(?<!< )(?<!&lt; )(?<!below )(?<![\d.])\d(?:\.\d+)?e-(?:0?[6-9]|1\d)\b")
+
+
+def _compared_code_cells(path):
+    nb = json.loads(path.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    return code, [c for c in code if not {"nbval-ignore-output", "nbval-skip"} & set(c["metadata"].get("tags", []))]
+
+
+def _text_outputs(cell) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        if out["output_type"] == "stream":
+            parts.append("".join(out["text"]))
+        for kind, value in out.get("data", {}).items():
+            if "text" in kind:
+                parts.append("".join(value) if isinstance(value, list) else str(value))
+    return "\n".join(parts)
+
+
+def test_unstable_number_pattern_catches_raw_floats_and_rounding_level_digits():
+    for bad in ("0.6559879779815674", "4.8e-07", "'1e-07'", "7e-09", "6e-16", "by 2e-07 (relative)"):
+        assert UNSTABLE_NUMBER.search(bad), bad
+    for good in ("0.656", "< 1e-05", "&lt; 1e-05", "below 1e-06", "1.2e+03", "0.0625", "2^-8", "< 1e-12", "x8e-27"):
+        assert not UNSTABLE_NUMBER.search(good), good
+
+
+def test_compared_outputs_show_no_digits_another_machine_would_change(root):
+    found = []
+    for path in notebooks.chapters():
+        for cell in _compared_code_cells(path)[1]:
+            text = _text_outputs(cell)
+            if "below(" in "".join(cell["source"]):  # a glued bound, checked by attn.notebook.below
+                text = re.sub(r"'1e-\d\d'", "", text)
+            for m in UNSTABLE_NUMBER.finditer(text):
+                found.append(f"{path.name} cell {cell['id']}: {m.group(0)!r}")
+    assert not found, "show these at the precision every machine reproduces (README, Writing a chapter):\n" + "\n".join(found)
+
+
+def test_only_training_cells_are_excused_from_comparison_and_each_is_checked(root):
+    ignored, unchecked = [], []
+    for path in notebooks.chapters():
+        code, compared = _compared_code_cells(path)
+        for i, cell in enumerate(code):
+            tags = set(cell["metadata"].get("tags", []))
+            assert "nbval-skip" not in tags, f"{path.name} cell {cell['id']}: nbval-skip; run it (a guard keeps it offline)"
+            if "nbval-ignore-output" in tags:
+                ignored.append(cell["id"])
+                nearby = "".join(cell["source"]) + "".join(code[i + 1]["source"] if i + 1 < len(code) else "")
+                if not re.search(r"^\s*assert\b", nearby, re.M):
+                    unchecked.append(f"{path.name} cell {cell['id']}")
+    assert len(ignored) <= IGNORED_CELLS_AT_MOST, f"{len(ignored)} cells excused from comparison; only training cells may be"
+    assert not unchecked, f"excused cells without an assert on their result (in the cell or the next): {unchecked}"
+
+
 # --- Links between chapters -------------------------------------------------------------------
 # A chapter is named in prose only through a {doc} role whose target is in _toc.yml, so that a
 # mention of a chapter that does not exist (yet) fails here instead of dangling on the site.

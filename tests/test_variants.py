@@ -330,4 +330,4 @@ def test_chapter_glues_every_value_its_prose_uses_and_guards_the_pretrained_cell
     online = [c for c in cells if "from_pretrained(\"gpt2\")" in "".join(c["source"])]
     assert len(online) == 1
     assert "LOAD_PRETRAINED = False" in "".join(online[0]["source"])
-    assert "nbval-skip" in online[0]["metadata"]["tags"]
+    assert "nbval-skip" not in online[0]["metadata"].get("tags", [])  # run by nbval: offline it does nothing

@@ -13,7 +13,7 @@
 Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
 """
 
-from attn.efficient.dispatch import aten_ops, sdpa_path
+from attn.efficient.dispatch import aten_ops, sdpa_cases, sdpa_path
 from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
 from attn.efficient.linear import (
     LinformerProjection,
@@ -58,6 +58,7 @@ __all__ = [
     "measured",
     "random_keys",
     "saved_activation_bytes",
+    "sdpa_cases",
     "sdpa_path",
     "swap_attention",
     "tiled_attention",
