@@ -416,10 +416,10 @@ def test_front_end_files_are_package_data():
 @pytest.mark.parametrize("cls, js", [(MaskExplorer, "mask_explorer.js"), (AttentionExplorer, "attention_explorer.js"),
                                      (PositionalEncodingExplorer, "positional_explorer.js")])
 def test_front_end_source_travels_in_the_state_and_is_compact(cls, js):
-    source = (WIDGETS_DIR / js).read_text()
+    source = (WIDGETS_DIR / "_dom.js").read_text() + "\n" + (WIDGETS_DIR / js).read_text()  # shared DOM helpers first
     w = {MaskExplorer: MaskExplorer, AttentionExplorer: lambda: AttentionExplorer(["a"], torch.ones(1, 1, 1)),
          PositionalEncodingExplorer: lambda: PositionalEncodingExplorer(max_len=4, d_model=4)}[cls]()
     state = w.get_state()
-    assert state["_esm"] == source  # the file's text, not a path: the static site needs no file server
+    assert state["_esm"] == source  # the files' text, not a path: the static site needs no file server
     assert state["_css"] == (WIDGETS_DIR / "widgets.css").read_text()
     assert len(source.encode()) < 40_000

@@ -12,6 +12,7 @@ import random
 import re
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 import torch
@@ -19,6 +20,7 @@ from torch.testing import assert_close
 
 from attn import masks
 from attn.widgets import KINDS, AttentionExplorer, MaskExplorer, PositionalEncodingExplorer, seeded_scores
+from attn.widgets._state import front_end
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WIDGETS = ROOT / "src" / "attn" / "widgets"
@@ -28,9 +30,12 @@ needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the w
 
 
 def call_js(module: str, calls: list[dict]) -> list:
-    """Run ``calls`` ([{fn, args}]) against ``src/attn/widgets/<module>`` under node."""
-    out = subprocess.run([NODE, str(ROOT / "tests" / "js" / "run_esm.mjs"), str(WIDGETS / module)],
-                         input=json.dumps(calls), capture_output=True, text=True, timeout=120)
+    """Run ``calls`` ([{fn, args}]) under node against the module the widget loads (``front_end(module)``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / module
+        path.write_text(front_end(module))
+        out = subprocess.run([NODE, str(ROOT / "tests" / "js" / "run_esm.mjs"), str(path)],
+                             input=json.dumps(calls), capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -208,8 +213,8 @@ def test_js_decodes_the_8_bit_weights_to_the_models_within_the_stated_error(norm
 # --------------------------------------------------------------------------- the sources themselves
 @pytest.mark.parametrize("js", JS_FILES)
 def test_modules_are_self_contained_and_never_parse_data_as_html(js):
-    src = (WIDGETS / js).read_text()
-    assert not re.search(r"^\s*import\b|\bimport\s*\(|\brequire\s*\(", src, re.M), "no imports: one self-contained file"
+    src = front_end(js)  # what the widget loads: _dom.js, then the file
+    assert not re.search(r"^\s*import\b|\bimport\s*\(|\brequire\s*\(", src, re.M), "no imports: one self-contained module"
     assert not re.findall(r"https?://(?!www\.w3\.org/2000/svg\b)", src), "no requests to other hosts"
     for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "DOMParser"):
         assert sink not in src, sink

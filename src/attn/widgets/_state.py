@@ -18,7 +18,18 @@ from attn import _checks
 
 HERE = pathlib.Path(__file__).parent
 CSS = HERE / "widgets.css"
+DOM_HELPERS = HERE / "_dom.js"
 DECIMALS = 4
+
+
+def front_end(name: str) -> str:
+    """The ES module of the explorer ``name`` (e.g. ``"mask_explorer.js"``): ``_dom.js``, then the file.
+
+    A widget's module travels as one string in its synced state (``_esm``); JupyterLab, Colab and the
+    static book all load it from there, so it cannot import a sibling file. The DOM helpers the
+    explorers share are written once, in ``_dom.js``, and put in front of each module here.
+    """
+    return DOM_HELPERS.read_text() + "\n" + (HERE / name).read_text()
 
 
 def state_size_bytes(widget) -> int:

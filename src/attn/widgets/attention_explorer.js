@@ -1,9 +1,8 @@
 // AttentionExplorer front end (anywidget ES module): a head view of weights (layers, heads, L, S).
 // Self-contained (no imports, no network) so the static book answers input offline. Everything is
 // scoped to the widget's own element; tokens are only ever set as text (textContent), never as HTML.
+// _dom.js (h, s, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
 
-const SVGNS = "http://www.w3.org/2000/svg";
-const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
 const PALETTE = ["#3b75af", "#e8772e", "#3a923a", "#c03d3e", "#8c6bb1", "#8c564b", "#d45fb0", "#5f6b6d", "#a0a014", "#1ba3b6"];
 const WIDTH = 660;  // the widest layout drawn; narrower screens get a narrower one, or a scrolling figure
 const NARROW = 480;
@@ -54,18 +53,6 @@ export function weightScale(weights, normalized) {
   return m > 0 ? m : 1;
 }
 
-function h(tag, attrs = {}, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) if (v != null && v !== false) e.setAttribute(k === "class" ? "class" : k, v);
-  for (const k of kids) e.append(k);
-  return e;
-}
-function s(tag, attrs = {}, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v != null) e.setAttribute(k, v);
-  if (text != null) e.textContent = text;
-  return e;
-}
 const tip = (node, text) => { node.append(s("title", {}, text)); return node; };
 
 // Text widths are measured (canvas, same font) so labels get the room they need, bold included.

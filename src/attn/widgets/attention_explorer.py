@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import traitlets as t
 
-from attn.widgets._state import CSS, HERE, as_array, dequantize_rows, fmt, quantize_rows
+from attn.widgets._state import CSS, as_array, dequantize_rows, fmt, front_end, quantize_rows
 
 __all__ = ["AttentionExplorer"]
 
@@ -135,7 +135,7 @@ class AttentionExplorer(anywidget.AnyWidget):
         ``weights[layer, head, i, j]`` is how much query ``i`` attends to key ``j``.
     """
 
-    _esm = HERE / "attention_explorer.js"
+    _esm = front_end("attention_explorer.js")
     _css = CSS
 
     tokens = t.List(t.Unicode()).tag(sync=True)

@@ -2,6 +2,7 @@
 // so the static book renders it offline from the saved widget state. The named exports are pure
 // functions that build each mask exactly as attn.masks does; tests/test_widgets_js.py runs them in node.
 // Convention, as in attn.masks: true = query i may attend to key j.
+// _dom.js (h, s, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
 
 export const KINDS = ["none", "causal", "padding", "causal+padding", "sliding_window", "dilated",
   "local_global", "bigbird", "prefix_lm", "cross_padding"];
@@ -109,16 +110,6 @@ export function scoresFor(state) {
 }
 
 // ---------------------------------------------------------------- view
-
-function h(tag, attrs = {}, ...kids) {  // text is always a text node: data is never parsed as HTML
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === false || v == null) continue;
-    if (k === "class") e.className = v; else e.setAttribute(k, v === true ? "" : v);
-  }
-  for (const k of kids) e.append(k);
-  return e;
-}
 
 const ALLOWED = "#2f6db3";
 function weightColor(w) {  // white -> deep blue

@@ -14,7 +14,7 @@ import torch
 import traitlets as t
 
 from attn import masks
-from attn.widgets._state import CSS, HERE, as_array, fmt, rounded
+from attn.widgets._state import CSS, as_array, fmt, front_end, rounded
 
 __all__ = ["KINDS", "MAX_LEN", "MaskExplorer", "seeded_scores"]
 
@@ -69,7 +69,7 @@ class MaskExplorer(anywidget.AnyWidget):
         :meth:`mask` is ``(L, S)``: row ``i`` says which keys query ``i`` may attend (``True`` = allowed).
     """
 
-    _esm = HERE / "mask_explorer.js"
+    _esm = front_end("mask_explorer.js")
     _css = CSS
 
     kind = t.Unicode("causal").tag(sync=True)

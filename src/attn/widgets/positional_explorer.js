@@ -1,8 +1,7 @@
 // PositionalEncodingExplorer front end (anywidget ES module). Self-contained (no imports, no network):
 // everything is computed here from the table in the synced state, so the static book answers input.
+// _dom.js (h, s, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
 
-const SVGNS = "http://www.w3.org/2000/svg";
-const FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
 const ACCENT = "#c0392b";
 
 /** PE[p] . PE[p + k] for every offset k with 0 <= p + k < P. */
@@ -27,18 +26,6 @@ export function divergingColor(v) {
   return `rgb(${w.map((a, k) => Math.round(a + (end[k] - a) * Math.abs(t))).join(",")})`;
 }
 
-function h(tag, attrs = {}, ...kids) {
-  const e = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) if (v != null && v !== false) e.setAttribute(k, v);
-  for (const k of kids) e.append(k);
-  return e;
-}
-function s(tag, attrs = {}, text) {
-  const e = document.createElementNS(SVGNS, tag);
-  for (const [k, v] of Object.entries(attrs)) if (v != null) e.setAttribute(k, v);
-  if (text != null) e.textContent = text;
-  return e;
-}
 const svgRoot = (cls, w, ht, label) => s("svg", { class: cls, width: w, height: ht, viewBox: `0 0 ${w} ${ht}`,
   "font-family": FONT, "font-size": 11, role: "img", "aria-label": label });
 const niceStep = (span, n) => { const r = span / n, m = 10 ** Math.floor(Math.log10(r)); return [1, 2, 5, 10].map((f) => f * m).find((x) => x >= r); };

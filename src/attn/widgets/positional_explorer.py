@@ -15,7 +15,7 @@ import torch
 import traitlets as t
 
 from attn.positional import sinusoidal_table
-from attn.widgets._state import CSS, HERE, as_array, fmt, rounded
+from attn.widgets._state import CSS, as_array, fmt, front_end, rounded
 
 __all__ = ["PositionalEncodingExplorer"]
 
@@ -34,7 +34,7 @@ class PositionalEncodingExplorer(anywidget.AnyWidget):
         each table is ``(positions, D)``: row ``p`` is the vector added to the token at position ``p``.
     """
 
-    _esm = HERE / "positional_explorer.js"
+    _esm = front_end("positional_explorer.js")
     _css = CSS
 
     encodings = t.Dict().tag(sync=True)  # name -> (positions, D) nested lists, 4 decimals
