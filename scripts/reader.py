@@ -11,6 +11,9 @@ In it every glued value is written into the prose as the site shows it, citation
 "(Vaswani et al., 2017)", ``{doc}`` links point at the sibling reader notebooks, included package
 source is inlined as a code block, admonitions become block quotes and solutions ``<details>``.
 Code cells and their outputs are kept (glue records, which Jupyter cannot display, are dropped).
+The Markdown is read by the site's own parser (markdown-it-py as myst-parser sets it up, with the
+book's MyST extensions), directive options by myst-parser against the directives' Sphinx classes, and
+included source by Sphinx's ``LiteralIncludeReader``; only the spans the parser finds are rewritten.
 The conversion is deterministic; ``tests/test_reader.py`` checks the committed editions are up to
 date and that none contains MyST syntax Jupyter cannot render.
 """
@@ -18,17 +21,12 @@ date and that none contains MyST syntax Jupyter cannot render.
 from __future__ import annotations
 
 import copy
+import functools
 import pathlib
-import re
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 READER_DIR = ROOT / "reader"
 GLUE_MIME = "application/papermill.record/"
-
-ROLE = re.compile(r"\{(?P<role>[\w:-]+)\}`(?P<body>[^`]*)`")
-FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<arg>.*)$")
-# What Jupyter cannot render: any MyST role or directive, a (label)= target, a {{ substitution }}.
-MYST_LEFTOVER = re.compile(r"\{[\w:-]+\}`|^\s*(`{3,}|:{3,})\s*\{[\w-]+\}|^\(.+\)=\s*$|\{\{.*?\}\}", re.M)
 
 ADMONITIONS = {"note": "Note", "tip": "Tip", "warning": "Warning", "important": "Important",
                "caution": "Caution", "seealso": "See also", "hint": "Hint", "attention": "Attention"}
@@ -94,79 +92,135 @@ class Citations:
         return "(" + "; ".join(f"{who}, {year}" for who, year in labels) + ")"
 
 
+# --- the parser --------------------------------------------------------------------------------------
+#
+# The chapters' Markdown is read by the parser the site uses: markdown-it-py set up by myst-parser
+# with the book's myst_enable_extensions (_config.yml). It finds the roles, directives, targets and
+# substitutions; code spans and code blocks that mention one are code, and stay as they are. The
+# conversion edits the cell's text in place, at the spans the parser found, so everything else
+# (line breaks, spacing, math) reaches the reader edition byte for byte.
+
+@functools.cache
+def markdown_parser():
+    """A MarkdownIt parser set up as myst-parser sets it up for this book; roles keep their spans."""
+    import yaml
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    extensions = yaml.safe_load((ROOT / "_config.yml").read_text())["parse"]["myst_enable_extensions"]
+    md = create_md_parser(MdParserConfig(enable_extensions=set(extensions)), RendererHTML)
+    role_rule = next(r.fn for r in md.inline.ruler.__rules__ if r.name == "myst_role")
+
+    def located_role(state, silent):  # myst-parser's role rule, recording where the role stands
+        start = state.pos
+        found = role_rule(state, silent)
+        if found and not silent:
+            state.tokens[-1].meta["span"] = (start, state.pos)
+        return found
+
+    md.inline.ruler.at("myst_role", located_role)
+    return md
+
+
+def _directive_name(token) -> tuple[str, str] | None:
+    """``(name, argument)`` of a ```` ```{name} argument ```` or ``:::{name}`` fence, else None."""
+    info = token.info.strip()
+    if token.type not in {"fence", "colon_fence"} or not info.startswith("{") or "}" not in info:
+        return None
+    name, _, arg = info[1:].partition("}")
+    return name, arg.strip()
+
+
+def _walk(tokens):
+    for token in tokens:
+        yield token
+        yield from _walk(token.children or [])
+
+
+def myst_leftover(text: str) -> str | None:
+    """The first MyST construct in ``text`` that Jupyter would show as raw text, or None.
+
+    Roles, directives and colon fences, ``(label)=`` targets and ``{{ substitutions }}``, as the
+    parser finds them: a code span or a code block that mentions one is not a leftover.
+    """
+    for token in _walk(markdown_parser().parse(text)):
+        if token.type == "myst_role":
+            return "{%s}`%s`" % (token.meta["name"], token.content)
+        if token.type == "colon_fence" or _directive_name(token):
+            return f"{token.markup}{token.info}"
+        if token.type == "myst_target":
+            return f"({token.content})="
+        if token.type.startswith("substitution_"):
+            return "{{ %s }}" % token.content.strip()
+    return None
+
+
 # --- directives --------------------------------------------------------------------------------------
 
-def _options(lines: list[str]) -> tuple[dict[str, str], list[str]]:
-    opts: dict[str, str] = {}
-    i = 0
-    while i < len(lines) and (m := re.match(r"^:([\w-]+):\s*(.*)$", lines[i])):
-        opts[m.group(1)] = m.group(2).strip()
-        i += 1
-    return opts, lines[i:]
+def _directive_classes() -> dict:
+    """The directives a chapter may use, as the site's Sphinx extensions define them (their options)."""
+    from docutils.parsers.rst.directives import admonitions
+    from sphinx.directives.code import CodeBlock, LiteralInclude
+    from sphinx.directives.other import SeeAlso
+    from sphinx.directives.patches import MathDirective
+    from sphinx_design.dropdown import DropdownDirective
+    from sphinx_togglebutton import Toggle
+
+    classes = {name: getattr(admonitions, name.capitalize()) for name in ADMONITIONS if name != "seealso"}
+    return {**classes, "seealso": SeeAlso, "admonition": admonitions.Admonition, "dropdown": DropdownDirective,
+            "toggle": Toggle, "code-block": CodeBlock, "code": CodeBlock, "math": MathDirective,
+            "literalinclude": LiteralInclude}
 
 
-def literalinclude(arg: str, opts: dict[str, str], base: pathlib.Path) -> str:
-    """The code a ``{literalinclude}`` shows, as a fenced block (Sphinx's own ``pyobject`` lookup)."""
+def literalinclude(arg: str, opts: dict, base: pathlib.Path) -> str:
+    """The code a ``{literalinclude}`` shows, as a fenced block, read by Sphinx's own include reader."""
+    from sphinx.config import Config
+    from sphinx.directives.code import LiteralIncludeReader
+
     path = (base / arg).resolve()
     if not path.is_file():
         raise ReaderError(f"literalinclude: {arg} not found (from {base})")
-    lines = path.read_text().splitlines()
-    known = {"pyobject", "dedent", "language", "lines", "caption", "linenos", "emphasize-lines",
-             "start-at", "start-after", "end-at", "end-before"}
-    if set(opts) - known:
-        raise ReaderError(f"literalinclude: options {sorted(set(opts) - known)} are not supported")
-    if "pyobject" in opts:
-        from sphinx.pycode import ModuleAnalyzer
-
-        tags = ModuleAnalyzer.for_file(str(path), "").find_tags()
-        if opts["pyobject"] not in tags:
-            raise ReaderError(f"literalinclude: {opts['pyobject']} not found in {arg}")
-        _, start, end = tags[opts["pyobject"]]
-        lines = lines[start - 1 : end]  # as Sphinx does
-    if "lines" in opts:
-        picked = []
-        for part in opts["lines"].split(","):
-            a, _, b = part.partition("-")
-            picked += lines[int(a) - 1 : int(b or a)]
-        lines = picked
-    for opt, after in (("start-at", False), ("start-after", True)):
-        if opt in opts:
-            i = next((n for n, ln in enumerate(lines) if opts[opt] in ln), None)
-            if i is None:
-                raise ReaderError(f"literalinclude: {opt} {opts[opt]!r} not found in {arg}")
-            lines = lines[i + after :]
-    for opt, keep in (("end-at", True), ("end-before", False)):
-        if opt in opts:
-            i = next((n for n, ln in enumerate(lines) if opts[opt] in ln), None)
-            if i is None:
-                raise ReaderError(f"literalinclude: {opt} {opts[opt]!r} not found in {arg}")
-            lines = lines[: i + keep]
+    shown = {"pyobject", "dedent", "language", "lines", "start-at", "start-after", "end-at", "end-before",
+             "caption", "linenos", "emphasize-lines"}  # the rest would change what the site shows
+    if set(opts) - shown:
+        raise ReaderError(f"literalinclude: options {sorted(set(opts) - shown)} are not supported")
+    try:
+        text, _ = LiteralIncludeReader(str(path), opts, Config()).read()
+    except ValueError as e:
+        raise ReaderError(f"literalinclude {arg}: {e}") from None
+    lines = text.splitlines()
     while lines and not lines[-1].strip():
         lines.pop()
-    if "dedent" in opts:
-        n = int(opts["dedent"])
-        lines = [ln[n:] if ln[:n].strip() == "" else ln.lstrip() for ln in lines]
     language = opts.get("language", "python")
     where = f"*From `{path.relative_to(ROOT)}`" + (f", `{opts['pyobject']}`" if "pyobject" in opts else "") + ":*\n\n"
     return where + f"```{language}\n" + "\n".join(lines) + "\n```"
 
 
-def _directive(name: str, arg: str, body: list[str], ctx: "Context") -> str:
-    opts, content = _options(body)
-    inner = convert_markdown("\n".join(content), ctx).strip("\n")
+def _directive(name: str, arg: str, content: str, ctx: "Context") -> str:
+    from myst_parser.parsers.directives import MarkupError, parse_directive_text
+
+    classes = _directive_classes()
+    if name not in classes:
+        raise ReaderError(f"directive {{{name}}} has no reader-edition form; use one the converter knows")
+    try:
+        parsed = parse_directive_text(classes[name], arg, content)
+    except MarkupError as e:
+        raise ReaderError(f"directive {{{name}}}: {e}") from None
+    if parsed.warnings:
+        raise ReaderError(f"directive {{{name}}}: {parsed.warnings[0].msg}")
+    title = " ".join(parsed.arguments)
     if name == "literalinclude":
-        return literalinclude(arg, opts, ctx.base)
-    if name in ADMONITIONS or name == "admonition":
-        title = arg.strip() if name == "admonition" else (arg.strip() or ADMONITIONS[name])
-        return "\n".join(["> **" + title + "**", ">"] + [("> " + ln).rstrip() for ln in inner.splitlines()])
-    if name in {"dropdown", "toggle"}:
-        title = arg.strip() or "Show"
-        return f"<details>\n<summary>{title}</summary>\n\n{inner}\n\n</details>"
+        return literalinclude(title, parsed.options, ctx.base)
     if name in {"code-block", "code"}:
-        return f"```{arg.strip()}\n" + "\n".join(content) + "\n```"
+        return f"```{title}\n" + "\n".join(parsed.body) + "\n```"
     if name == "math":
-        return "$$\n" + "\n".join(content) + "\n$$"
-    raise ReaderError(f"directive {{{name}}} has no reader-edition form; use one the converter knows")
+        return "$$\n" + "\n".join(parsed.body) + "\n$$"
+    inner = convert_markdown("\n".join(parsed.body), ctx).strip("\n")
+    if name in ADMONITIONS or name == "admonition":
+        title = title or ADMONITIONS[name]
+        return "\n".join(["> **" + title + "**", ">"] + [("> " + ln).rstrip() for ln in inner.splitlines()])
+    return f"<details>\n<summary>{title or 'Show'}</summary>\n\n{inner}\n\n</details>"  # dropdown, toggle
 
 
 # --- markdown ----------------------------------------------------------------------------------------
@@ -178,8 +232,7 @@ class Context:
         self.chapters, self.repo_url = chapters, repo_url
 
 
-def _role(m: re.Match, ctx: Context) -> str:
-    role, body = m.group("role"), m.group("body")
+def _role(role: str, body: str, ctx: Context) -> str:
     if role in {"glue:text", "glue"}:
         key, _, fmt = body.partition(":")
         if key not in ctx.values:
@@ -193,9 +246,9 @@ def _role(m: re.Match, ctx: Context) -> str:
     if role in {"cite", "cite:p", "cite:t", "cite:ps", "cite:ts"}:
         return ctx.citations.render("cite:t" if role.startswith("cite:t") else "cite:p", body)
     if role == "doc":
-        text, target = body, body
-        if m2 := re.match(r"^(.*?)\s*<(.+)>$", body):
-            text, target = m2.group(1), m2.group(2)
+        from sphinx.util.nodes import split_explicit_title
+
+        _, text, target = split_explicit_title(body)  # {doc}`text <target>`, as Sphinx reads it
         name = pathlib.PurePosixPath(target).name
         if name in ctx.chapters:
             href = f"{name}.ipynb"
@@ -209,34 +262,80 @@ def _role(m: re.Match, ctx: Context) -> str:
     raise ReaderError(f"role {{{role}}} has no reader-edition form")
 
 
-def convert_markdown(text: str, ctx: Context) -> str:
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for n, ch in enumerate(text):
+        if ch == "\n":
+            starts.append(n + 1)
+    return starts
+
+
+def _role_edits(inline, in_cell: bool, text: str, starts: list[int], cursor: dict[int, int], ctx: Context):
+    """(start, end, replacement) in ``text`` for each role of one inline token.
+
+    The parser gives a role's span in the token's content: the token's source lines with their
+    block prefixes (indentation, ``>`` and list markers, table pipes) taken off. Each content line is
+    found again in its source line (at its end, or in a table cell after the previous cell).
+    """
     lines = text.split("\n")
-    out: list[str] = []
-    i = 0
-    while i < len(lines):
-        m = FENCE_OPEN.match(lines[i].strip()) if lines[i].lstrip() == lines[i] else None
-        if not m:
-            out.append(ROLE.sub(lambda r: _role(r, ctx), lines[i]))
-            i += 1
-            continue
-        fence, depth = m.group("fence"), 0
-        j = i + 1
-        body: list[str] = []
-        while j < len(lines):
-            s = lines[j].strip()
-            if FENCE_OPEN.match(s) and s.startswith(fence[0]) and len(re.match(r"^[`:]+", s).group()) == len(fence):
-                depth += 1
-            elif s == fence:
-                if depth == 0:
-                    break
-                depth -= 1
-            body.append(lines[j])
-            j += 1
+    content_lines = inline.content.split("\n")
+    offsets, where = [], 0  # where each content line starts in the source
+    for i, line in enumerate(content_lines):
+        n = inline.map[0] + i
+        source = lines[n]
+        if in_cell:
+            col = source.find(line, cursor.get(n, 0))
         else:
-            raise ReaderError(f"unclosed {fence}{{{m.group('name')}}} directive")
-        out.append(_directive(m.group("name"), m.group("arg"), body, ctx))
-        i = j + 1
-    return "\n".join(out)
+            col = len(source.rstrip()) - len(line.rstrip())
+        if col < 0 or not source.startswith(line.rstrip(), col):
+            raise ReaderError(f"cannot place the parsed line {line!r} in {source!r}")
+        cursor[n] = col + len(line)
+        offsets.append((where, starts[n] + col))
+        where += len(line) + 1
+
+    def absolute(pos: int) -> int:
+        line_start, at = max((o for o in offsets if o[0] <= pos), key=lambda o: o[0])
+        return at + pos - line_start
+
+    edits = []
+    for token in inline.children or []:
+        if token.type == "myst_role":
+            a, b = token.meta["span"]
+            start, end = absolute(a), absolute(b - 1) + 1
+            raw = inline.content[a:b]
+            if text[start:end] != raw:
+                raise ReaderError(f"cannot place the role {raw!r} in the cell")
+            edits.append((start, end, _role(token.meta["name"], token.content, ctx)))
+        elif any(t.type == "myst_role" for t in _walk(token.children or [])):
+            raise ReaderError(f"a role inside {token.type} has no reader-edition form")
+    return edits
+
+
+def convert_markdown(text: str, ctx: Context) -> str:
+    """A chapter's Markdown cell as plain Jupyter Markdown: roles and directives replaced, the rest kept."""
+    starts = _line_starts(text)
+    lines = text.split("\n")
+    edits, cursor, in_cell = [], {}, False
+    for token in markdown_parser().parse(text):
+        if token.type in {"th_open", "td_open"}:
+            in_cell = True
+        elif token.type in {"th_close", "td_close"}:
+            in_cell = False
+        elif token.type == "inline":
+            edits += _role_edits(token, in_cell, text, starts, cursor, ctx)
+        elif directive := _directive_name(token):
+            first, last = token.map[0], token.map[1] - 1
+            closing = lines[last].strip()
+            if last == first or closing.strip(token.markup[0]) or len(closing) < len(token.markup):
+                raise ReaderError(f"unclosed {token.markup}{{{directive[0]}}} directive")
+            if token.level > 0 or lines[first] != lines[first].lstrip():
+                raise ReaderError(f"{token.markup}{{{directive[0]}}}: a directive inside a list or quote "
+                                  "has no reader-edition form")
+            end = starts[last + 1] - 1 if last + 1 < len(starts) else len(text)
+            edits.append((starts[first], end, _directive(*directive, token.content, ctx)))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
 
 
 # --- notebooks ---------------------------------------------------------------------------------------
@@ -262,9 +361,9 @@ def reader_edition(path: pathlib.Path, *, citations: Citations, chapters: set[st
                 cell.source = convert_markdown(cell.source, ctx)
             except ReaderError as e:
                 raise ReaderError(f"{path.name}: {e}") from None
-            leftover = MYST_LEFTOVER.search(cell.source)
+            leftover = myst_leftover(cell.source)
             if leftover:
-                raise ReaderError(f"{path.name}: MyST left in the reader edition: {leftover.group()!r}")
+                raise ReaderError(f"{path.name}: MyST left in the reader edition: {leftover!r}")
         elif cell.cell_type == "code":
             cell.outputs = [o for o in cell.get("outputs", []) if not _is_glue_record(o)]
         cell.pop("id", None)
@@ -306,4 +405,4 @@ def reader_path(path: pathlib.Path) -> pathlib.Path:
     return READER_DIR / path.resolve().relative_to(ROOT)
 
 
-__all__ = ["MYST_LEFTOVER", "ReaderError", "reader_edition", "reader_path", "write_all"]
+__all__ = ["myst_leftover", "ReaderError", "reader_edition", "reader_path", "write_all"]

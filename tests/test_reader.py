@@ -42,8 +42,8 @@ def test_no_notebook_a_reader_opens_contains_myst_that_jupyter_cannot_render(roo
         for cell in nb["cells"]:
             if cell["cell_type"] == "markdown":
                 text = "".join(cell["source"])
-                found = reader.MYST_LEFTOVER.search(text)
-                assert not found, f"{path.name}: {found.group()!r} shows as raw text in Jupyter"
+                found = reader.myst_leftover(text)
+                assert not found, f"{path.name}: {found!r} shows as raw text in Jupyter"
                 assert not re.search(r"^:::", text, re.M), f"{path.name}: a colon fence shows as raw text"
 
 
@@ -93,12 +93,51 @@ def test_myst_becomes_plain_jupyter_markdown(root, myst, expected):
     assert reader.convert_markdown(myst, _ctx(root, {"x": "0.25"})) == expected
 
 
+@pytest.mark.parametrize("markdown", [
+    "write ``{cite}`vaswani2017attention` `` for a citation",  # a code span that mentions a role
+    "```markdown\nas {cite:t}`vaswani2017attention` showed, {glue:text}`x` of it\n```",  # a code block
+    "````markdown\n:::{note}\nSome *text*.\n:::\n````",  # a directive shown as code
+    "    {doc}`causal_attention` in an indented code block",
+    "a literal \\{cite}`vaswani2017attention`, escaped",
+])
+def test_code_that_mentions_myst_stays_as_it_is(root, markdown):
+    """The parser knows a code span or block from prose: MyST quoted in code is not converted, nor flagged."""
+    assert reader.convert_markdown(markdown, _ctx(root, {"x": "0.25"})) == markdown
+    assert reader.myst_leftover(markdown) is None
+
+
+@pytest.mark.parametrize("myst, expected", [
+    ("| share | {glue:text}`x` |\n|---|---|\n| {glue:text}`x` | {cite}`vaswani2017attention` |",
+     "| share | 0.25 |\n|---|---|\n| 0.25 | (Vaswani et al., 2017) |"),
+    ("> as {cite:t}`vaswani2017attention`\n> showed, `{x}` stays", "> as Vaswani et al. (2017)\n> showed, `{x}` stays"),
+    ("1. takes {glue:text}`x`\n   of it, see {doc}`masks<causal_attention>`",
+     "1. takes 0.25\n   of it, see [masks](causal_attention.ipynb)"),
+    ("``{glue:text}`x` `` is {glue:text}`x`", "``{glue:text}`x` `` is 0.25"),
+])
+def test_roles_are_replaced_where_the_parser_finds_them(root, myst, expected):
+    assert reader.convert_markdown(myst, _ctx(root, {"x": "0.25"})) == expected
+
+
+@pytest.mark.parametrize("text, found", [
+    ("as {cite}`a` said", "{cite}`a`"),
+    (":::{note}\nx\n:::", ":::{note}"),
+    ("(sec-masks)=\n# Masks", "(sec-masks)="),
+    ("costs {{ n }} steps", "{{ n }}"),
+    ("costs `{cite}` and ``{{ n }}``", None),
+])
+def test_leftover_myst_is_found_by_the_parser(text, found):
+    assert reader.myst_leftover(text) == found
+
+
 @pytest.mark.parametrize("myst, message", [
     ("{glue:text}`missing`", "no stored value"),
     ("{cite}`no_such_key`", "not in references.bib"),
     ("{ref}`somewhere`", "role {ref}"),
     ("```{figure} x.png\n```", "directive {figure}"),
     (":::{note}\nnever closed", "unclosed"),
+    (":::{dropdown} Solution\n:colour: red\nIt is $x$.\n:::", "directive {dropdown}"),
+    ("```{literalinclude} ../src/attn/masks.py\n:pyobject: no_such_function\n```", "no_such_function"),
+    ("- item\n\n  :::{note}\n  x\n  :::", "inside a list"),
 ])
 def test_unsupported_or_broken_myst_is_an_error_not_raw_text(root, myst, message):
     with pytest.raises(reader.ReaderError, match=re.escape(message)):
