@@ -24,3 +24,8 @@ function s(tag, attrs = {}, text) {
   if (text != null) e.textContent = text;
   return e;
 }
+
+/** A labelled control of the controls bar: its text, then the inputs; data-control names it. */
+function labelled(key, text, ...controls) {
+  return h("label", { class: "attn-field", "data-control": key }, h("span", {}, text), ...controls);
+}

@@ -1,7 +1,7 @@
 // AttentionExplorer front end (anywidget ES module): a head view of weights (layers, heads, L, S).
 // Self-contained (no imports, no network) so the static book answers input offline. Everything is
 // scoped to the widget's own element; tokens are only ever set as text (textContent), never as HTML.
-// _dom.js (h, s, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
+// _dom.js (h, s, labelled, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
 
 const PALETTE = ["#3b75af", "#e8772e", "#3a923a", "#c03d3e", "#8c6bb1", "#8c564b", "#d45fb0", "#5f6b6d", "#a0a014", "#1ba3b6"];
 const WIDTH = 660;  // the widest layout drawn; narrower screens get a narrower one, or a scrolling figure
@@ -81,7 +81,7 @@ function render({ model, el }) {
   const svgBtn = h("button", { type: "button", name: "export", value: "svg" }, "save SVG");
   root.append(
     h("div", { class: "attn-controls" },
-      h("label", { class: "attn-field", "data-control": "layer" }, h("span", {}, "layer"), layerSel),
+      labelled("layer", "layer", layerSel),
       h("span", { class: "attn-field", role: "group", "aria-label": "view", "data-control": "view" }, h("span", {}, "view"), ...viewBtns),
       h("span", { class: "attn-field", "data-control": "export" }, pngBtn, svgBtn)),
     h("div", { class: "attn-controls", "data-control": "heads" }, h("span", { class: "attn-field" }, "heads"), headBox, allBtn));

@@ -2,7 +2,7 @@
 // so the static book renders it offline from the saved widget state. The named exports are pure
 // functions that build each mask exactly as attn.masks does; tests/test_widgets_js.py runs them in node.
 // Convention, as in attn.masks: true = query i may attend to key j.
-// _dom.js (h, s, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
+// _dom.js (h, s, labelled, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
 
 export const KINDS = ["none", "causal", "padding", "causal+padding", "sliding_window", "dilated",
   "local_global", "bigbird", "prefix_lm", "cross_padding"];
@@ -136,7 +136,7 @@ function render({ model, el }) {
   // ----- controls: native, labelled, keyboard-operable
   const fields = {};
   const field = (key, text, ...controls) => {
-    fields[key] = h("label", { class: "attn-field", "data-control": key }, h("span", {}, text), ...controls);
+    fields[key] = labelled(key, text, ...controls);
     return fields[key];
   };
   const range = (name, min, max) => h("input", { type: "range", name, min, max, step: 1 });

@@ -1,6 +1,6 @@
 // PositionalEncodingExplorer front end (anywidget ES module). Self-contained (no imports, no network):
 // everything is computed here from the table in the synced state, so the static book answers input.
-// _dom.js (h, s, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
+// _dom.js (h, s, labelled, SVGNS, FONT) is put in front of this file when it is loaded: see _state.front_end.
 
 const ACCENT = "#c0392b";
 
@@ -39,9 +39,9 @@ function render({ model, el }) {
   const pairIn = h("input", { type: "range", name: "pair", min: 0, step: 1 }), pairOut = h("output");
   const play = h("button", { type: "button", name: "play", "aria-pressed": "false" }, "\u25b6 play");
   root.append(h("div", { class: "attn-controls" },
-    h("label", { class: "attn-field", "data-control": "encoding" }, h("span", {}, "encoding"), encSel),
-    h("label", { class: "attn-field", "data-control": "position" }, h("span", {}, "position p"), posIn, posOut),
-    h("label", { class: "attn-field", "data-control": "pair" }, h("span", {}, "pair i"), pairIn, pairOut),
+    labelled("encoding", "encoding", encSel),
+    labelled("position", "position p", posIn, posOut),
+    labelled("pair", "pair i", pairIn, pairOut),
     play));
   const heat = h("div", { class: "attn-figure" }), side = h("div", {});
   const readout = h("div", { class: "attn-readout", "aria-live": "polite" });
