@@ -277,6 +277,10 @@ def _role_edits(inline, in_cell: bool, text: str, starts: list[int], cursor: dic
     block prefixes (indentation, ``>`` and list markers, table pipes) taken off. Each content line is
     found again in its source line (at its end, or in a table cell after the previous cell).
     """
+    if not any(t.type == "myst_role" for t in _walk(inline.children or [])):
+        return []
+    if inline.map is None:
+        raise ReaderError(f"a role in {inline.content!r}, which has no place in the cell's lines")
     lines = text.split("\n")
     content_lines = inline.content.split("\n")
     offsets, where = [], 0  # where each content line starts in the source

@@ -118,6 +118,16 @@ def test_roles_are_replaced_where_the_parser_finds_them(root, myst, expected):
     assert reader.convert_markdown(myst, _ctx(root, {"x": "0.25"})) == expected
 
 
+def test_a_directive_reads_its_first_line_as_sphinx_does(root):
+    """{note} takes no title: text after it on the first line is the note's first line (as on the site);
+    {admonition} takes one."""
+    ctx = _ctx(root, {"x": "0.25"})
+    assert reader.convert_markdown(":::{note} Mind the mask.\nIt is {glue:text}`x`.\n:::", ctx) == (
+        "> **Note**\n>\n> Mind the mask.\n> It is 0.25.")
+    assert reader.convert_markdown(":::{admonition} Mind the mask\nIt is $x$.\n:::", ctx) == (
+        "> **Mind the mask**\n>\n> It is $x$.")
+
+
 @pytest.mark.parametrize("text, found", [
     ("as {cite}`a` said", "{cite}`a`"),
     (":::{note}\nx\n:::", ":::{note}"),
