@@ -158,6 +158,7 @@ def myst_leftover(text: str) -> str | None:
 
 # --- directives --------------------------------------------------------------------------------------
 
+@functools.cache
 def _directive_classes() -> dict:
     """The directives a chapter may use, as the site's Sphinx extensions define them (their options)."""
     from docutils.parsers.rst.directives import admonitions
