@@ -101,6 +101,72 @@ def test_tiled_rejects_mask_of_wrong_shape():
         ef.tiled_attention(q, k, v, mask=torch.ones(7, 8, dtype=torch.bool))
 
 
+# --- fully masked rows: finite gradients on every path (issue 18) ---------------------------------
+
+_EMPTY_ROW_CASES = ["bool", "additive", "causal_L_gt_S"]
+
+
+def _empty_row_inputs(case, dtype):
+    L, S = (6, 6) if case != "causal_L_gt_S" else (9, 6)
+    q = torch.randn(1, 2, L, 16, generator=torch.Generator().manual_seed(4), dtype=dtype)
+    k, v = (torch.randn(1, 2, S, 16, generator=torch.Generator().manual_seed(5 + i), dtype=dtype) for i in range(2))
+    if case == "causal_L_gt_S":
+        return (q, k, v), dict(is_causal=True), masks.causal(L, S, offset=S - L)
+    m = torch.ones(L, S, dtype=torch.bool)
+    m[2] = False
+    return (q, k, v), dict(mask=m if case == "bool" else masks.to_additive(m, dtype)), m
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("case", _EMPTY_ROW_CASES)
+@pytest.mark.parametrize("path", ["tiled", "sdpa", "weights"])
+def test_fully_masked_row_gives_zero_output_and_finite_gradients_on_every_path(path, case, dtype):
+    """A query with no visible key: output zeros, gradients finite and zero for its query row, even
+    with a large upstream gradient (100: the tiled path used to divide by finfo.tiny, whose
+    gradient 1/tiny overflows, and inf * 0 = NaN)."""
+    (q, k, v), kw, allowed = _empty_row_inputs(case, dtype)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    if path == "tiled":
+        out = ef.tiled_attention(q, k, v, block_size=4, **kw)
+    else:
+        out = attn.scaled_dot_product_attention(q, k, v, return_weights=path == "weights", **kw)
+        out = out[0] if path == "weights" else out
+    empty = ~allowed.any(-1)  # (L,)
+    assert out[..., empty, :].abs().max() == 0
+    g = 100 * torch.randn(out.shape, generator=torch.Generator().manual_seed(9)).to(dtype)
+    out.backward(g)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        assert torch.isfinite(t.grad).all(), f"{name}.grad has NaN/inf on the {path} path ({case}, {dtype})"
+    assert q.grad[..., empty, :].abs().max() == 0
+
+
+def test_tiled_gradients_with_a_fully_masked_row_equal_sdpa():
+    (q, k, v), kw, _ = _empty_row_inputs("additive", torch.float64)
+    a = [t.clone().requires_grad_() for t in (q, k, v)]
+    b = [t.clone().requires_grad_() for t in (q, k, v)]
+    g = 100 * torch.randn(1, 2, 6, 16, dtype=torch.float64)
+    ef.tiled_attention(*a, block_size=4, **kw).backward(g)
+    attn.scaled_dot_product_attention(*b, **kw).backward(g)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.grad, y.grad, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("needs_grad", [False, True])
+def test_tiled_backward_into_a_learned_additive_mask(needs_grad):
+    """A bias that needs a gradient, with q, k, v that may not: the result and the bias's gradient
+    equal PyTorch's (the in-place fast path must not be taken)."""
+    q, k, v = qkv(1, 2, 10, 8, dtype=torch.float64, requires_grad=needs_grad)
+    bias = torch.randn(2, 10, 10, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    a, b = bias.clone().requires_grad_(), bias.clone().requires_grad_()
+    g = torch.randn(1, 2, 10, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    out = ef.tiled_attention(q, k, v, mask=a, block_size=4)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=b)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+    out.backward(g)
+    ref.backward(g)
+    torch.testing.assert_close(a.grad, b.grad, atol=1e-10, rtol=1e-10)
+
+
 # --- banded sliding window, Longformer, BigBird --------------------------------------------------
 
 @pytest.mark.parametrize("causal", [False, True])
