@@ -280,3 +280,19 @@ def test_top_left_alignment_is_an_explicit_mask():
     q, k, v = _qkv(2, L=2, S=5)
     assert_close(sdpa(q, k, v, mask=masks.causal(2, 5)), F.scaled_dot_product_attention(q, k, v, is_causal=True),
                  **TOL32)
+
+
+# --- masks of fewer than two dimensions (issue 18, item 5) ---------------------------------------
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("form", ["bool", "additive", "scalar"])
+def test_a_1d_key_mask_broadcasts_on_both_paths_as_pytorch_computes_it(form, weights):
+    """A ``(S,)`` mask broadcasts over queries, batch and heads (as its ``(1, S)`` form does in
+    PyTorch); the fused path used to pass it on and raise IndexError from the CPU kernel."""
+    q, k, v = _qkv(1, 2, L=3, S=4, E=4)
+    keep = torch.tensor([True, True, False, True])
+    m = {"bool": keep, "additive": masks.to_additive(keep), "scalar": torch.tensor(True)}[form]
+    out = sdpa(q, k, v, mask=m, return_weights=weights)
+    out = out[0] if weights else out
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m.reshape(1, -1) if m.dim() else m.reshape(1, 1))
+    assert_close(out, ref, **TOL32)

@@ -63,6 +63,8 @@ def prepare_mask(
     """
     if mask is not None:
         _checks.mask("mask", mask, (*batch, L, S))
+        if mask.dim() < 2:  # (S,) or (): broadcasts, but PyTorch's fused kernels index a query dimension
+            mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))  # (1, S) or (1, 1)
         if mask.is_floating_point() and mask.dtype != dtype:
             mask = mask.to(dtype)
     if is_causal:
