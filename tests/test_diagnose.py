@@ -181,6 +181,26 @@ def test_a_module_that_crashes_on_one_probe_gets_a_failed_finding():
     assert report["fully masked rows"].value == "raised RuntimeError: cannot handle an empty sequence"
 
 
+def test_a_callable_that_raises_on_the_first_probe_is_a_failed_shape_contract():
+    """As the docstring promises: a finding, not the callable's exception (issue 18)."""
+    def broken(x, key_mask):
+        raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
+
+    report = diagnose.check(broken, d_model=D)
+    assert report.failed == ["shape contract"]
+    assert report["shape contract"].value == ("calling f(x, key_mask) with x (2, 8, 32) raised RuntimeError: "
+                                              "mat1 and mat2 shapes cannot be multiplied")
+
+
+def test_check_leaves_the_callers_random_state_as_it_was():
+    mha = attn.MultiHeadAttention(D, H, dropout=0.1).train()  # dropout draws from the global generator
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    diagnose.check(mha, d_model=D, only=("padding",))
+    assert_close(torch.rand(3), expected, atol=0, rtol=0)
+
+
 def test_num_heads_not_dividing_d_model_fails_the_shape_contract():
     report = diagnose.check(attn.MultiHeadAttention(D, H), d_model=D, num_heads=5)
     assert report["shape contract"].passed is False and "not divisible" in report["shape contract"].value

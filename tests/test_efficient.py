@@ -1,6 +1,8 @@
 """attn.efficient against PyTorch's attention (F.scaled_dot_product_attention under the matching
 mask) or against the maths. Tolerances: float32 1e-5 unless stated; float64 1e-10."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -446,3 +448,88 @@ def test_linformer_pooling_projection_at_full_rank_is_exact_and_error_falls_with
     assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-6
     with pytest.raises(ValueError, match="init must be"):
         ef.LinformerProjection(64, 4, init="svd")
+
+
+# --- swap_attention and bad input to the efficient APIs (issue 18, items 3 and 4) -------------------
+
+@pytest.mark.parametrize("make_pos", [lambda: attn.ALiBi(2), lambda: attn.RotaryPositionalEncoding(8),
+                                      lambda: attn.T5RelativePositionBias(2)], ids=["alibi", "rope", "t5"])
+def test_swap_attention_refuses_positions_that_act_inside_attention(make_pos):
+    """Dropping the encoding silently changed the model's outputs; the swap now refuses, naming
+    the encoding, and leaves the model as it was."""
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=12, positional=make_pos()).eval()
+    tokens = torch.randint(0, 20, (2, 12))
+    expected = model(tokens)
+    with pytest.raises(ValueError, match=rf"cannot carry the positional encoding {type(make_pos()).__name__}"):
+        ef.swap_attention(model, "full")
+    assert all(isinstance(b.self_attn, attn.MultiHeadAttention) for b in model.layers)
+    torch.testing.assert_close(model(tokens), expected, atol=0, rtol=0)
+
+
+def test_swap_attention_keeps_bias_free_projections_and_the_dtype():
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=12, causal=True)
+    for block in model.layers:
+        block.self_attn = attn.MultiHeadAttention(16, 2, bias=False)
+    model = model.double().eval()
+    tokens = torch.randint(0, 20, (2, 12))
+    expected = model(tokens)
+    ef.swap_attention(model, "tiled")
+    new = model.layers[0].self_attn
+    assert new.in_proj.bias is None and new.out_proj.bias is None and new.in_proj.weight.dtype == torch.float64
+    torch.testing.assert_close(model(tokens), expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("heads", [0, -4, 2.0])
+def test_efficient_self_attention_names_a_bad_head_count(heads):
+    with pytest.raises(ValueError, match=rf"num_heads must be a positive integer, got {heads!r}"):
+        ef.EfficientSelfAttention(16, heads)
+    with pytest.raises(ValueError, match="d_model must be a positive integer, got 0"):
+        ef.EfficientSelfAttention(0, 2)
+
+
+@pytest.mark.parametrize("S", [3, 7])
+def test_linear_attention_recurrent_needs_one_length(S):
+    q, _, _ = qkv(1, 5, 4)
+    _, k, v = qkv(1, S, 4)
+    with pytest.raises(ValueError, match=r"needs L == S, got q \(1, 5, 4\) and k \(1, " + str(S)):
+        ef.linear_attention_recurrent(q, k, v)
+
+
+@pytest.mark.parametrize("dtype", [torch.long, torch.float64])
+def test_gqa_names_an_input_of_the_wrong_dtype(dtype):
+    gqa = ef.GroupedQueryAttention(16, 4, 2)
+    x = torch.ones(1, 3, 16, dtype=dtype)
+    match = "x must be a floating-point tensor, got dtype torch.int64" if dtype == torch.long else \
+        r"x has dtype torch.float64 but the parameters of this GroupedQueryAttention are torch.float32"
+    with pytest.raises(TypeError, match=match):
+        gqa(x)
+    assert gqa.double()(torch.ones(1, 3, 16, dtype=torch.float64)).dtype == torch.float64
+
+
+@pytest.mark.parametrize("L,S", [(-3, None), (0, None), (4, -1)])
+def test_random_keys_names_a_bad_length(L, S):
+    name, bad = ("L", L) if S is None else ("S", S)
+    with pytest.raises(ValueError, match=rf"{name} must be a positive integer, got {bad}"):
+        ef.random_keys(L, S, num_random=1)
+
+
+def test_segment_memories_of_the_wrong_batch_or_width_are_named():
+    torch.manual_seed(0)
+    lm = ef.SegmentRecurrentLM(16, d_model=8, num_heads=2, num_layers=1)
+    tokens = torch.randint(0, 16, (2, 5))
+    _, mems = lm(tokens)
+    assert lm(tokens, mems)[0].shape == (2, 5, 16)
+    with pytest.raises(ValueError, match=r"mems\[0\] must have at least 3 dimensions, got shape \(5, 8\)"):
+        lm(tokens, [torch.zeros(5, 8)])
+    for bad in (torch.zeros(3, 5, 8), torch.zeros(2, 5, 6), torch.zeros(2, 1, 5, 8)):
+        with pytest.raises(ValueError, match=r"mems\[0\] must have shape \(B, M, D\) = \(2, M, 8\).*got " +
+                           re.escape(attn._checks.fmt(bad.shape))):
+            lm(tokens, [bad])
+
+
+@pytest.mark.parametrize("delay", [0, -1, 1.5])
+def test_delayed_copy_needs_a_positive_delay(delay):
+    with pytest.raises(ValueError, match=rf"delay must be a positive integer, got {delay!r}"):
+        ef.delayed_copy(2, 8, delay)

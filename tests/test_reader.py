@@ -141,3 +141,11 @@ def test_glue_rejects_a_name_the_prose_cannot_refer_to():
     with pytest.raises(ValueError, match="glue name"):
         glue("two words", 1)
 
+
+
+def test_require_of_a_submodule_whose_package_is_missing_names_the_install_command():
+    """``find_spec("pkg.sub")`` raises when ``pkg`` is missing; require still says what to install."""
+    from attn.notebook import require
+
+    with pytest.raises(ModuleNotFoundError, match=r"needs the package 'no_such_pkg_xyz.sub'.*pip install no-such-pkg"):
+        require("no_such_pkg_xyz.sub", pip="no-such-pkg")

@@ -2,6 +2,7 @@
 configurations (offline, no download) and compared in float32, eval mode, to 1e-5."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -331,3 +332,17 @@ def test_chapter_glues_every_value_its_prose_uses_and_guards_the_pretrained_cell
     assert len(online) == 1
     assert "LOAD_PRETRAINED = False" in "".join(online[0]["source"])
     assert "nbval-skip" in online[0]["metadata"]["tags"]
+
+
+@pytest.mark.parametrize("option,value", [("image_size", (12, 8)), ("patch_size", (4, 2))])
+def test_vit_from_hf_names_a_non_square_size(option, value):
+    hf = _seeded(transformers.ViTModel, vit_config(**{option: value}))
+    with pytest.raises(ValueError, match=rf"unsupported configuration: {option}={re.escape(repr(value))}; .*square"):
+        ViT.from_hf(hf)
+
+
+def test_vit_from_hf_takes_a_square_size_given_as_a_pair():
+    ref = _seeded(transformers.ViTModel, vit_config(image_size=12, patch_size=4))
+    pair = _seeded(transformers.ViTModel, vit_config(image_size=(12, 12), patch_size=[4, 4]))
+    images = torch.randn(2, vit_config().num_channels, 12, 12)
+    torch.testing.assert_close(ViT.from_hf(pair).encode(images), ViT.from_hf(ref).encode(images), atol=0, rtol=0)
