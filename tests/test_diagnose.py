@@ -76,7 +76,25 @@ def test_dropout_does_not_fool_the_perturbation_checks():
     assert report, repr(report)
 
 
-def test_pytorch_eval_fast_path_nan_on_a_fully_masked_row_is_reported():
+def test_non_finite_outputs_on_a_fully_masked_row_are_reported():
+    """A softmax over a row of -inf (no guard) gives NaN: the check fails and counts them."""
+    def unguarded(x, key_mask):
+        s = x @ x.transpose(1, 2) / math.sqrt(D)  # (B, L, L)
+        if key_mask is not None:
+            s = s.masked_fill(~key_mask[:, None, :], float("-inf"))
+        return torch.softmax(s, dim=-1) @ x
+
+    report = diagnose.check(unguarded, d_model=D, only=("fully masked rows",))
+    assert report.failed == ["fully masked rows"]
+    assert report["fully masked rows"].value.startswith("non-finite: ")
+    guarded = diagnose.check(lambda x, km: attn.scaled_dot_product_attention(
+        x, x, x, mask=None if km is None else km[:, None, :]), d_model=D, only=("fully masked rows",))
+    assert guarded.failed == []
+
+
+def test_the_report_on_pytorch_eval_fast_path_agrees_with_what_pytorch_computes():
+    """PyTorch 2.13's inference fast path returns NaN for a fully masked row; the report says so
+    while it does, and passes once PyTorch returns finite values (not asserting PyTorch's behaviour)."""
     torch.manual_seed(0)
     mha = nn.MultiheadAttention(D, H, batch_first=True).eval()
     x = torch.randn(2, 5, D)
@@ -84,10 +102,12 @@ def test_pytorch_eval_fast_path_nan_on_a_fully_masked_row_is_reported():
     ignore[1] = True  # every key of sequence 1 is padding
     with torch.no_grad():  # the fast path runs only without autograd
         out = mha(x, x, x, key_padding_mask=ignore, need_weights=False)[0]
-    assert torch.isnan(out[1]).all() and torch.isfinite(out[0]).all()  # PyTorch 2.13's own behaviour
+    finite = bool(torch.isfinite(out).all())
     report = diagnose.check(mha, d_model=D)
-    assert report.failed == ["fully masked rows"]
-    assert report["fully masked rows"].value.startswith("non-finite: 256 of 512 outputs")
+    assert report["fully masked rows"].passed is finite
+    assert report.failed == ([] if finite else ["fully masked rows"])
+    if not finite:
+        assert report["fully masked rows"].value.startswith("non-finite: ")
     assert diagnose.check(mha.train(), d_model=D)  # the same weights in training mode pass
 
 

@@ -1,6 +1,7 @@
 """attn.efficient against PyTorch's attention (F.scaled_dot_product_attention under the matching
 mask) or against the maths. Tolerances: float32 1e-5 unless stated; float64 1e-10."""
 
+import pathlib
 import re
 
 import pytest
@@ -12,7 +13,15 @@ import attn
 from attn import efficient as ef
 from attn import masks
 
-torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One thread for this module's timing-free but FLOP-heavy tests, restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def qkv(*shape, seed=0, dtype=torch.float32, requires_grad=False):
@@ -274,10 +283,15 @@ def test_linformer_with_identity_projection_is_exact_attention():
 
 
 def test_linformer_projection_reduces_keys_to_rank_and_checks_inputs():
-    proj = ef.LinformerProjection(32, 4)
-    q, k, v = qkv(2, 2, 32, 8)
-    assert proj(q, k, v).shape == (2, 2, 32, 8)
-    assert proj.proj_k.shape == (4, 32)
+    """The output is exact attention over the r projected keys and values (computed here by hand)."""
+    proj = ef.LinformerProjection(32, 4, shared=False)
+    q, k, v = qkv(2, 2, 32, 8, dtype=torch.float64)
+    proj = proj.double()
+    assert proj.proj_k.shape == proj.proj_v.shape == (4, 32)
+    kp, vp = proj.proj_k @ k, proj.proj_v @ v  # (2, 2, 4, 8): 4 mixed keys and values
+    ref = torch.softmax(q @ kp.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ vp
+    torch.testing.assert_close(proj(q, k, v), ref, atol=1e-12, rtol=1e-12)
+    assert not torch.equal(proj.proj_k, proj.proj_v)  # shared=False: two matrices
     with pytest.raises(ValueError, match=r"rank \(40\).*seq_len \(32\)"):
         ef.LinformerProjection(32, 40)
     with pytest.raises(ValueError, match="proj_k must have shape"):
@@ -369,7 +383,12 @@ def test_swapped_approximate_kinds_run_and_reject_what_they_cannot_do():
     torch.manual_seed(0)
     model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=30)
     tokens = torch.randint(0, 20, (2, 30))
-    assert ef.swap_attention(model, "linformer", rank=4, seq_len=30)(tokens).shape == (2, 30, 20)
+    model.eval()
+    expected = model(tokens)
+    assert ef.swap_attention(model, "linformer", rank=30, seq_len=30) is model
+    with torch.no_grad():  # an identity projection at full rank: Linformer is exact attention again
+        model.layers[0].self_attn.linformer.proj_k.copy_(torch.eye(30))
+    torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="kind must be one of"):
         ef.EfficientSelfAttention(16, 2, "sparse")
     with pytest.raises(ValueError, match="cannot be causal"):
@@ -387,12 +406,27 @@ def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
     assert "bmm" in ef.aten_ops(lambda: attn.functional.explicit_attention(q, k, v))
 
 
-def test_measured_results_load_and_unknown_names_are_named():
-    for path in ef.results.MEASURED.glob("*.csv"):
-        rows = ef.measured(path.stem)
-        assert rows and all(isinstance(v, (int, float, bool, str)) for v in rows[0].values())
+def test_measured_results_the_chapter_reads_are_shipped_and_load():
+    """Every measurement the efficient chapter reads is a shipped, non-empty CSV (the test fails if
+    there are none, rather than looping over nothing)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    chapter = (root / "book" / "efficient_attention.ipynb").read_text()
+    used = set(re.findall(r'measured\(\\"(\w+)\\"\)', chapter))
+    shipped = {p.stem for p in ef.results.MEASURED.glob("*.csv")}
+    assert len(used) >= 8 and used <= shipped, (sorted(used), sorted(shipped))
+    for name in sorted(used):
+        rows = ef.measured(name)
+        assert rows, f"{name}.csv has no rows"
+        assert all(isinstance(v, (int, float, bool, str)) for row in rows for v in row.values())
     with pytest.raises(FileNotFoundError, match="no measurement named 'nope'"):
         ef.measured("nope")
+
+
+def test_measured_parses_numbers_and_booleans(tmp_path, monkeypatch):
+    monkeypatch.setattr(ef.results, "MEASURED", tmp_path)
+    (tmp_path / "x.csv").write_text("n,t,ok,kind\n3,0.5,True,tiled\n-2,1e-3,False,3x\n")
+    assert ef.measured("x") == [{"n": 3, "t": 0.5, "ok": True, "kind": "tiled"},
+                                {"n": -2, "t": 0.001, "ok": False, "kind": "3x"}]
 
 
 # --- Transformer-XL-style segment recurrence ----------------------------------------------------------
