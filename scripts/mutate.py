@@ -3,6 +3,7 @@
     python scripts/mutate.py                       # every core module (make mutate)
     python scripts/mutate.py functional masks      # some of them
     python scripts/mutate.py --summary             # only print the counts of the last runs
+    python scripts/mutate.py --again masks         # re-run only the survivors, with the tests as they are now
 
 mutmut changes one operator, constant, comparison or keyword of a module at a time (a *mutant*) and
 runs the tests; a mutant that no test notices *survived*. Each module is run in its own folder
@@ -65,6 +66,24 @@ def prepare(name: str) -> pathlib.Path:
     return work
 
 
+def survivors(name: str) -> list[str]:
+    work = WORK / name
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results"], cwd=work, capture_output=True, text=True,
+                         check=True).stdout
+    return [line.split(":")[0].strip() for line in out.splitlines() if line.strip().endswith(": survived")]
+
+
+def refresh_tests(name: str) -> None:
+    """Copy the module's tests as they are now into its folder (the source must be unchanged)."""
+    work = WORK / name
+    for t in ["tests/conftest.py", *CORE[name][1]]:
+        shutil.copy2(ROOT / t, work / t)
+        shutil.copy2(ROOT / t, work / "mutants" / t)
+    original = (ROOT / "src" / "attn" / CORE[name][0]).read_text()
+    if (work / "src" / "attn" / CORE[name][0]).read_text() != original:
+        raise SystemExit(f"src/attn/{CORE[name][0]} changed since the last run: run it in full")
+
+
 def summary(name: str) -> dict[str, int]:
     """Counts of the last run of ``name``, from ``mutmut results --all true``."""
     work = WORK / name
@@ -83,6 +102,7 @@ def summary(name: str) -> dict[str, int]:
 
 def main(argv: list[str]) -> int:
     only_summary = "--summary" in argv
+    again = "--again" in argv
     names = [a for a in argv if not a.startswith("--")] or list(CORE)
     unknown = sorted(set(names) - set(CORE))
     if unknown:
@@ -90,7 +110,14 @@ def main(argv: list[str]) -> int:
         return 2
     env = dict(os.environ, PYTHONPATH="", TQDM_DISABLE="1", OMP_NUM_THREADS="1")
     for name in names:
-        if not only_summary:
+        if again:
+            refresh_tests(name)
+            names_left = survivors(name)
+            print(f"== {name}: re-running {len(names_left)} survivors", flush=True)
+            if names_left:
+                subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2", *names_left],
+                               cwd=WORK / name, env=env, check=False)
+        elif not only_summary:
             work = prepare(name)
             print(f"== {name}: mutmut run in {work.relative_to(ROOT)}", flush=True)
             subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", "2"], cwd=work, env=env, check=False)

@@ -335,3 +335,14 @@ def test_fully_masked_rows_of_batched_masks_keep_their_shape():
     assert rows.shape == (2, 3, 1)
     assert rows[..., 0].tolist() == [[False] * 3, [False, False, True]]
     assert torch.equal(masks.fully_masked_rows(masks.to_additive(m)), rows)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_masked_softmax_adds_a_half_bias_in_float32(dtype):
+    """1000 + 0.25 is not representable in half precision: added there, the bias would vanish."""
+    scores = torch.tensor([[1000.0, 1000.0]], dtype=dtype)
+    bias = torch.tensor([[0.25, 0.0]], dtype=dtype)
+    w = masks.masked_softmax(scores, bias)
+    assert w.dtype == dtype
+    ref = torch.softmax(torch.tensor([[0.25, 0.0]], dtype=torch.float64), -1).to(dtype)
+    assert torch.equal(w, ref) and w[0, 0] > w[0, 1]
