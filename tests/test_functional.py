@@ -413,3 +413,13 @@ def test_is_causal_with_equal_lengths_builds_no_mask():
     q, k, v = _qkv(1, 2, L=6, S=6)
     ops = attn.efficient.aten_ops(lambda: sdpa(q, k, v, is_causal=True))
     assert "arange" not in ops and "masked_fill" not in ops, ops
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_the_causal_mask_is_built_on_the_inputs_device(weights):
+    """On the meta device a CPU-made triangle fails (tests/test_devices.py covers the package)."""
+    meta = torch.device("meta")
+    q, k, v = (t.to(meta) for t in _qkv(2, L=4, S=6))
+    out = sdpa(q, k, v, mask=torch.ones(6, dtype=torch.bool, device=meta), is_causal=True, return_weights=weights)
+    assert (out[0] if weights else out).device == meta
+    assert sdpa(q, k, v, is_causal=True, return_weights=weights)[0].device == meta
