@@ -424,3 +424,26 @@ def test_the_causal_mask_is_built_on_the_inputs_device(weights):
     assert (out[0] if weights else out).device == meta
     out = sdpa(q, k, v, is_causal=True, return_weights=weights)  # L != S: the triangle alone
     assert (out[0] if weights else out).device == meta
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("q_shape,k_shape,v_shape", [
+    ((2, 2, 3, 4), (2, 5, 4), (2, 5, 4)),  # q alone has two batch dimensions
+    ((2, 3, 4), (2, 2, 5, 4), (2, 5, 4)),  # k alone
+    ((2, 3, 4), (2, 5, 4), (2, 2, 5, 4)),  # v alone
+    ((1, 3, 4), (1, 5, 4), (2, 1, 5, 4)),  # v alone, and q of lower rank
+])
+def test_inputs_of_different_ranks_broadcast_their_batch_and_the_mask_fits(q_shape, k_shape, v_shape, weights):
+    q, k, v = torch.randn(q_shape), torch.randn(k_shape), torch.randn(v_shape)
+    batch = torch.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
+    mask = torch.rand(*batch, 3, 5) > 0.3
+    mask[..., 0] = True
+    out = sdpa(q, k, v, mask=mask, return_weights=weights)
+    out = out[0] if weights else out
+    ref = F.scaled_dot_product_attention(*(t.expand(*batch, *t.shape[-2:]) for t in (q, k, v)), attn_mask=mask)
+    assert_close(out, ref, **TOL32)
+
+
+def test_an_empty_embedding_is_named_for_batched_inputs_too():
+    with pytest.raises(ValueError, match=r"^q has an empty embedding E dimension \(shape \(1, 2, 0\)\)"):
+        sdpa(torch.randn(1, 2, 0), torch.randn(1, 3, 0), torch.randn(1, 3, 4))
