@@ -34,7 +34,7 @@ CORE = {
     "attention": ("attention.py", ["tests/test_attention.py"]),
     "positional": ("positional.py", ["tests/test_positional.py"]),
     "blocks": ("blocks.py", ["tests/test_blocks.py"]),
-    "tiled": ("efficient/tiled.py", ["tests/test_efficient.py"]),
+    "tiled": ("efficient/tiled.py", ["tests/test_efficient.py", "-k", "not measured"]),  # measured: reads book/
 }
 
 PYPROJECT = """\
@@ -59,7 +59,7 @@ def prepare(name: str) -> pathlib.Path:
     (work / "tests").mkdir(parents=True)
     shutil.copytree(ROOT / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
     shutil.copy2(ROOT / "tests" / "conftest.py", work / "tests" / "conftest.py")
-    for t in tests:
+    for t in (t for t in tests if t.startswith("tests/")):
         shutil.copy2(ROOT / t, work / t)
     selection = json.dumps([*tests, "-m", "not slow"])
     (work / "pyproject.toml").write_text(PYPROJECT.format(file=file, tests=selection))
@@ -76,7 +76,7 @@ def survivors(name: str) -> list[str]:
 def refresh_tests(name: str) -> None:
     """Copy the module's tests as they are now into its folder (the source must be unchanged)."""
     work = WORK / name
-    for t in ["tests/conftest.py", *CORE[name][1]]:
+    for t in ["tests/conftest.py", *(t for t in CORE[name][1] if t.startswith("tests/"))]:
         shutil.copy2(ROOT / t, work / t)
         shutil.copy2(ROOT / t, work / "mutants" / t)
     original = (ROOT / "src" / "attn" / CORE[name][0]).read_text()

@@ -112,6 +112,84 @@ def test_tiled_rejects_mask_of_wrong_shape():
         ef.tiled_attention(q, k, v, mask=torch.ones(7, 8, dtype=torch.bool))
 
 
+# --- tiled: what mutation testing found unpinned (issue 18) ------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_tiled_half_precision_is_computed_in_float32_and_rounded_once(dtype):
+    q, k, v = (t.to(dtype) for t in qkv(1, 2, 40, 16))
+    mask = masks.to_additive(masks.sliding_window(40, window=9), dtype)
+    out = ef.tiled_attention(q, k, v, mask=mask, is_causal=True, block_size=16)
+    ref = ef.tiled_attention(q.float(), k.float(), v.float(), mask=mask.float(), is_causal=True, block_size=16)
+    assert out.dtype == dtype and torch.equal(out, ref.to(dtype))
+
+
+@pytest.mark.parametrize("shape", [(7, 4), (2, 7, 4), (2, 3, 1, 7, 4)])
+def test_tiled_takes_any_number_of_batch_dimensions(shape):
+    q, k, v = qkv(*shape)
+    out = ef.tiled_attention(q, k, v, is_causal=True, block_size=3)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_errors_name_the_argument_in_full():
+    q, k, v = qkv(2, 1, 8, 4)
+    with pytest.raises(ValueError, match=r"^block_size must be a positive integer, got 0$"):
+        ef.tiled_attention(q, k, v, block_size=0)
+    with pytest.raises(ValueError, match=r"^tiled_attention needs equal batch dimensions, got q \(2, 1, 8, 4\), "
+                                         r"k \(2, 3, 8, 4\), v \(1, 3, 8, 4\)$"):
+        ef.tiled_attention(q, k.expand(2, 3, 8, 4), v[:1].expand(1, 3, 8, 4))
+
+
+@pytest.mark.parametrize("block_size", [2, 3, 16])
+def test_tiled_custom_scale_and_small_blocks_equal_sdpa(block_size):
+    q, k, v = qkv(2, 2, 19, 8)
+    for L in (19, 11):
+        out = ef.tiled_attention(q[..., :L, :], k, v, is_causal=True, scale=0.3, block_size=block_size)
+        allowed = masks.causal(L, 19, offset=19 - L)
+        ref = F.scaled_dot_product_attention(q[..., :L, :], k, v, attn_mask=allowed, scale=0.3)
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_keeps_one_running_maximum_per_row():
+    """Rows of very different scale: a maximum shared across rows would underflow the small rows."""
+    q, k, v = qkv(2, 1, 8, 8, dtype=torch.float64)
+    q = q * torch.tensor([300.0, 1.0, 1e-3, 50.0, 1.0, 1.0, 1.0, 1.0], dtype=torch.float64)[:, None]
+    q[1] *= 0.01  # and one batch element much smaller than the other
+    out = ef.tiled_attention(q, k, v, block_size=4)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-10, rtol=1e-10)
+
+
+def test_tiled_casts_an_additive_mask_of_another_dtype():
+    q, k, v = qkv(1, 2, 9, 4)
+    mask = masks.to_additive(masks.sliding_window(9, window=3), torch.float64) + 0.1
+    with torch.no_grad():
+        out = ef.tiled_attention(q, k, v, mask=mask, block_size=4)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.float()), atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_updates_in_place_without_autograd_and_copies_with_it():
+    """The running sums are updated in place when no gradient is needed (the fast path), and out of
+    place when one is; a tensor that merely exists does not ask for a gradient."""
+    q, k, v = qkv(1, 2, 12, 4)
+    run = lambda *t: ef.tiled_attention(*t, is_causal=True, block_size=4)  # noqa: E731
+    fast = ef.aten_ops(lambda: run(q, k, v))
+    assert {"masked_fill_", "baddbmm_", "exp_"} <= set(fast), fast
+    slow = ef.aten_ops(lambda: run(q.requires_grad_(), k, v))
+    assert not {"masked_fill_", "baddbmm_", "exp_"} & set(slow), slow
+
+
+def test_tiled_causal_with_more_queries_than_keys_computes_only_the_tiles_with_visible_keys():
+    q, _, _ = qkv(1, 1, 64, 8)
+    _, k, v = qkv(1, 1, 16, 8)
+    ops = ef.aten_ops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=16))
+    assert ops.count("bmm") == 1  # the first 48 queries see no key: their tiles are skipped
+
+
+def test_tiled_builds_its_causal_tiles_on_the_inputs_device():
+    q, k, v = (t.to("meta") for t in qkv(1, 2, 9, 4))
+    assert ef.tiled_attention(q, k, v, is_causal=True, block_size=4).device.type == "meta"
+
+
 # --- fully masked rows: finite gradients on every path (issue 18) ---------------------------------
 
 _EMPTY_ROW_CASES = ["bool", "additive", "causal_L_gt_S"]
