@@ -7,7 +7,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
 
-.PHONY: help setup book test unit lint execute reader lab serve bench clean
+.PHONY: help setup book test unit lint execute reader lab serve bench mutate clean
 .DEFAULT_GOAL := help
 
 help:
@@ -19,6 +19,7 @@ help:
 	@echo "make lab      open JupyterLab on the reader editions, with live widgets"
 	@echo "make serve    serve _build/html on http://127.0.0.1:$(PORT)"
 	@echo "make bench    run the benchmarks in benchmarks/"
+	@echo "make mutate   mutation testing of the core modules with mutmut (MODULES=functional masks ...; not in CI)"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0] + " (set PYTHON=...)"'
@@ -67,6 +68,10 @@ serve:
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Mutation testing (minutes of CPU per module): each core module against its own quick tests.
+mutate: setup
+	$(BIN)/python scripts/mutate.py $(MODULES)
 
 clean:
 	rm -rf _build _assets

@@ -307,3 +307,17 @@ def test_mha_is_causal_is_the_functional_rule_bottom_right(L, S):
     assert_close(got, m(x, memory, mask=masks.causal(L, S, offset=S - L))[0], **TOL)
     if L != S:
         assert not torch.allclose(got, m(x, memory, mask=masks.causal(L, S))[0])
+
+
+def test_multi_head_attention_takes_a_1d_key_mask_as_its_2d_form():
+    """``(S,)`` broadcasts like ``(1, S)`` (issue 18: the fused path raised IndexError)."""
+    torch.manual_seed(0)
+    mha = attn.MultiHeadAttention(4, 4)
+    x = torch.randn(4, 4, 4)
+    keep = torch.tensor([True, True, False, False])
+    out, _ = mha(x, mask=keep)
+    ref, _ = mha(x, mask=keep.reshape(1, 4))
+    torch.testing.assert_close(out, ref)
+    out_w, w = mha(x, mask=keep, need_weights=True)
+    torch.testing.assert_close(out_w, ref)
+    assert w[..., 2:].abs().max() == 0

@@ -207,3 +207,31 @@ def test_encoder_copies_redraw_shaw_vectors_at_std_0_02():
     for w in vectors:
         assert 0.018 < w.std().item() < 0.022, w.std().item()
     assert not any(torch.equal(a, b) for i, a in enumerate(vectors) for b in vectors[i + 1 :])
+
+
+# --- a copy keeps the dtype (issue 18, item 5) ---------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["encoder_layer", "decoder_layer", "transformer"])
+def test_from_torch_of_a_float64_layer_is_a_float64_copy(kind):
+    """The copy has the original's dtype, so its float64 weights are copied exactly and it takes
+    float64 input, equal to PyTorch's layer to float64 precision."""
+    torch.manual_seed(0)
+    kw = dict(dropout=0.0, batch_first=True, dtype=torch.float64)
+    src = torch.randn(2, 5, D, dtype=torch.float64)
+    tgt = torch.randn(2, 3, D, dtype=torch.float64)
+    if kind == "encoder_layer":
+        ref = nn.TransformerEncoderLayer(D, H, FF, **kw)
+        ours = EncoderLayer.from_torch(ref)
+        run_ref, run_ours = (lambda: ref(src)), (lambda: ours(src))
+    elif kind == "decoder_layer":
+        ref = nn.TransformerDecoderLayer(D, H, FF, **kw)
+        ours = DecoderLayer.from_torch(ref)
+        run_ref, run_ours = (lambda: ref(tgt, src)), (lambda: ours(tgt, src, is_causal=False))
+    else:
+        ref = nn.Transformer(D, H, 2, 2, FF, **kw)
+        ours = Transformer.from_torch(ref)
+        run_ref = lambda: ref(src, tgt, tgt_mask=~masks.causal(3))  # noqa: E731
+        run_ours = lambda: ours(src, tgt)  # noqa: E731
+    assert {p.dtype for p in ours.parameters()} == {torch.float64}
+    _both_train_without_dropout(ref, ours)
+    assert_close(run_ours(), run_ref(), atol=1e-12, rtol=1e-12)

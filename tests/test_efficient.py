@@ -1,6 +1,9 @@
 """attn.efficient against PyTorch's attention (F.scaled_dot_product_attention under the matching
 mask) or against the maths. Tolerances: float32 1e-5 unless stated; float64 1e-10."""
 
+import pathlib
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -10,7 +13,15 @@ import attn
 from attn import efficient as ef
 from attn import masks
 
-torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """One thread for this module's timing-free but FLOP-heavy tests, restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def qkv(*shape, seed=0, dtype=torch.float32, requires_grad=False):
@@ -99,6 +110,152 @@ def test_tiled_rejects_mask_of_wrong_shape():
     q, k, v = qkv(1, 1, 8, 4)
     with pytest.raises(ValueError, match=r"mask of shape \(7, 8\)"):
         ef.tiled_attention(q, k, v, mask=torch.ones(7, 8, dtype=torch.bool))
+
+
+# --- tiled: what mutation testing found unpinned (issue 18) ------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_tiled_half_precision_is_computed_in_float32_and_rounded_once(dtype):
+    q, k, v = (t.to(dtype) for t in qkv(1, 2, 40, 16))
+    mask = masks.to_additive(masks.sliding_window(40, window=9), dtype)
+    out = ef.tiled_attention(q, k, v, mask=mask, is_causal=True, block_size=16)
+    ref = ef.tiled_attention(q.float(), k.float(), v.float(), mask=mask.float(), is_causal=True, block_size=16)
+    assert out.dtype == dtype and torch.equal(out, ref.to(dtype))
+
+
+@pytest.mark.parametrize("shape", [(7, 4), (2, 7, 4), (2, 3, 1, 7, 4)])
+def test_tiled_takes_any_number_of_batch_dimensions(shape):
+    q, k, v = qkv(*shape)
+    out = ef.tiled_attention(q, k, v, is_causal=True, block_size=3)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_errors_name_the_argument_in_full():
+    q, k, v = qkv(2, 1, 8, 4)
+    with pytest.raises(ValueError, match=r"^block_size must be a positive integer, got 0$"):
+        ef.tiled_attention(q, k, v, block_size=0)
+    with pytest.raises(ValueError, match=r"^tiled_attention needs equal batch dimensions, got q \(2, 1, 8, 4\), "
+                                         r"k \(2, 3, 8, 4\), v \(1, 3, 8, 4\)$"):
+        ef.tiled_attention(q, k.expand(2, 3, 8, 4), v[:1].expand(1, 3, 8, 4))
+
+
+@pytest.mark.parametrize("block_size", [2, 3, 16])
+def test_tiled_custom_scale_and_small_blocks_equal_sdpa(block_size):
+    q, k, v = qkv(2, 2, 19, 8)
+    for L in (19, 11):
+        out = ef.tiled_attention(q[..., :L, :], k, v, is_causal=True, scale=0.3, block_size=block_size)
+        allowed = masks.causal(L, 19, offset=19 - L)
+        ref = F.scaled_dot_product_attention(q[..., :L, :], k, v, attn_mask=allowed, scale=0.3)
+        torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_keeps_one_running_maximum_per_row():
+    """Rows of very different scale: a maximum shared across rows would underflow the small rows."""
+    q, k, v = qkv(2, 1, 8, 8)
+    q = q * torch.tensor([100.0, 1.0, 1e-3, 30.0, 1.0, 1.0, 1.0, 1.0])[:, None]  # row 0's scores reach ~100s
+    q[1] *= 0.01  # and one batch element much smaller than the other
+    out = ef.tiled_attention(q, k, v, block_size=4)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_casts_an_additive_mask_of_another_dtype():
+    q, k, v = qkv(1, 2, 9, 4)
+    mask = masks.to_additive(masks.sliding_window(9, window=3), torch.float64) + 0.1
+    with torch.no_grad():
+        out = ef.tiled_attention(q, k, v, mask=mask, block_size=4)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.float()), atol=1e-5, rtol=1e-5)
+
+
+def test_tiled_updates_in_place_without_autograd_and_copies_with_it():
+    """The running sums are updated in place when no gradient is needed (the fast path), and out of
+    place when one is; a tensor that merely exists does not ask for a gradient."""
+    q, k, v = qkv(1, 2, 12, 4)
+    run = lambda *t: ef.tiled_attention(*t, is_causal=True, block_size=4)  # noqa: E731
+    fast = ef.aten_ops(lambda: run(q, k, v))
+    assert {"masked_fill_", "baddbmm_", "exp_"} <= set(fast), fast
+    slow = ef.aten_ops(lambda: run(q.requires_grad_(), k, v))
+    assert not {"masked_fill_", "baddbmm_", "exp_"} & set(slow), slow
+
+
+def test_tiled_causal_with_more_queries_than_keys_computes_only_the_tiles_with_visible_keys():
+    q, _, _ = qkv(1, 1, 64, 8)
+    _, k, v = qkv(1, 1, 16, 8)
+    ops = ef.aten_ops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=16))
+    assert ops.count("bmm") == 1  # the first 48 queries see no key: their tiles are skipped
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_tiled_builds_its_causal_tiles_on_the_inputs_device(grad):
+    """On meta a CPU-made triangle fails (the out-of-place masked_fill of the autograd path checks it)."""
+    q, k, v = (t.to("meta").requires_grad_(grad) for t in qkv(1, 2, 9, 4))
+    assert ef.tiled_attention(q, k, v, is_causal=True, block_size=4).device.type == "meta"
+
+
+# --- fully masked rows: finite gradients on every path (issue 18) ---------------------------------
+
+_EMPTY_ROW_CASES = ["bool", "additive", "causal_L_gt_S"]
+
+
+def _empty_row_inputs(case, dtype):
+    L, S = (6, 6) if case != "causal_L_gt_S" else (9, 6)
+    q = torch.randn(1, 2, L, 16, generator=torch.Generator().manual_seed(4), dtype=dtype)
+    k, v = (torch.randn(1, 2, S, 16, generator=torch.Generator().manual_seed(5 + i), dtype=dtype) for i in range(2))
+    if case == "causal_L_gt_S":
+        return (q, k, v), dict(is_causal=True), masks.causal(L, S, offset=S - L)
+    m = torch.ones(L, S, dtype=torch.bool)
+    m[2] = False
+    return (q, k, v), dict(mask=m if case == "bool" else masks.to_additive(m, dtype)), m
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("case", _EMPTY_ROW_CASES)
+@pytest.mark.parametrize("path", ["tiled", "sdpa", "weights"])
+def test_fully_masked_row_gives_zero_output_and_finite_gradients_on_every_path(path, case, dtype):
+    """A query with no visible key: output zeros, gradients finite and zero for its query row, even
+    with a large upstream gradient (100: the tiled path used to divide by finfo.tiny, whose
+    gradient 1/tiny overflows, and inf * 0 = NaN)."""
+    (q, k, v), kw, allowed = _empty_row_inputs(case, dtype)
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    if path == "tiled":
+        out = ef.tiled_attention(q, k, v, block_size=4, **kw)
+    else:
+        out = attn.scaled_dot_product_attention(q, k, v, return_weights=path == "weights", **kw)
+        out = out[0] if path == "weights" else out
+    empty = ~allowed.any(-1)  # (L,)
+    assert out[..., empty, :].abs().max() == 0
+    g = 100 * torch.randn(out.shape, generator=torch.Generator().manual_seed(9)).to(dtype)
+    out.backward(g)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        assert torch.isfinite(t.grad).all(), f"{name}.grad has NaN/inf on the {path} path ({case}, {dtype})"
+    assert q.grad[..., empty, :].abs().max() == 0
+
+
+def test_tiled_gradients_with_a_fully_masked_row_equal_sdpa():
+    (q, k, v), kw, _ = _empty_row_inputs("additive", torch.float64)
+    a = [t.clone().requires_grad_() for t in (q, k, v)]
+    b = [t.clone().requires_grad_() for t in (q, k, v)]
+    g = 100 * torch.randn(1, 2, 6, 16, dtype=torch.float64)
+    ef.tiled_attention(*a, block_size=4, **kw).backward(g)
+    attn.scaled_dot_product_attention(*b, **kw).backward(g)
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.grad, y.grad, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("needs_grad", [False, True])
+def test_tiled_backward_into_a_learned_additive_mask(needs_grad):
+    """A bias that needs a gradient, with q, k, v that may not: the result and the bias's gradient
+    equal PyTorch's (the in-place fast path must not be taken)."""
+    q, k, v = qkv(1, 2, 10, 8, dtype=torch.float64, requires_grad=needs_grad)
+    bias = torch.randn(2, 10, 10, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
+    a, b = bias.clone().requires_grad_(), bias.clone().requires_grad_()
+    g = torch.randn(1, 2, 10, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    out = ef.tiled_attention(q, k, v, mask=a, block_size=4)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=b)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+    out.backward(g)
+    ref.backward(g)
+    torch.testing.assert_close(a.grad, b.grad, atol=1e-10, rtol=1e-10)
 
 
 # --- banded sliding window, Longformer, BigBird --------------------------------------------------
@@ -206,10 +363,15 @@ def test_linformer_with_identity_projection_is_exact_attention():
 
 
 def test_linformer_projection_reduces_keys_to_rank_and_checks_inputs():
-    proj = ef.LinformerProjection(32, 4)
-    q, k, v = qkv(2, 2, 32, 8)
-    assert proj(q, k, v).shape == (2, 2, 32, 8)
-    assert proj.proj_k.shape == (4, 32)
+    """The output is exact attention over the r projected keys and values (computed here by hand)."""
+    proj = ef.LinformerProjection(32, 4, shared=False)
+    q, k, v = qkv(2, 2, 32, 8, dtype=torch.float64)
+    proj = proj.double()
+    assert proj.proj_k.shape == proj.proj_v.shape == (4, 32)
+    kp, vp = proj.proj_k @ k, proj.proj_v @ v  # (2, 2, 4, 8): 4 mixed keys and values
+    ref = torch.softmax(q @ kp.transpose(-2, -1) / 8 ** 0.5, dim=-1) @ vp
+    torch.testing.assert_close(proj(q, k, v), ref, atol=1e-12, rtol=1e-12)
+    assert not torch.equal(proj.proj_k, proj.proj_v)  # shared=False: two matrices
     with pytest.raises(ValueError, match=r"rank \(40\).*seq_len \(32\)"):
         ef.LinformerProjection(32, 40)
     with pytest.raises(ValueError, match="proj_k must have shape"):
@@ -301,7 +463,12 @@ def test_swapped_approximate_kinds_run_and_reject_what_they_cannot_do():
     torch.manual_seed(0)
     model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=30)
     tokens = torch.randint(0, 20, (2, 30))
-    assert ef.swap_attention(model, "linformer", rank=4, seq_len=30)(tokens).shape == (2, 30, 20)
+    model.eval()
+    expected = model(tokens)
+    assert ef.swap_attention(model, "linformer", rank=30, seq_len=30) is model
+    with torch.no_grad():  # an identity projection at full rank: Linformer is exact attention again
+        model.layers[0].self_attn.linformer.proj_k.copy_(torch.eye(30))
+    torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="kind must be one of"):
         ef.EfficientSelfAttention(16, 2, "sparse")
     with pytest.raises(ValueError, match="cannot be causal"):
@@ -319,12 +486,27 @@ def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
     assert "bmm" in ef.aten_ops(lambda: attn.functional.explicit_attention(q, k, v))
 
 
-def test_measured_results_load_and_unknown_names_are_named():
-    for path in ef.results.MEASURED.glob("*.csv"):
-        rows = ef.measured(path.stem)
-        assert rows and all(isinstance(v, (int, float, bool, str)) for v in rows[0].values())
+def test_measured_results_the_chapter_reads_are_shipped_and_load():
+    """Every measurement the efficient chapter reads is a shipped, non-empty CSV (the test fails if
+    there are none, rather than looping over nothing)."""
+    root = pathlib.Path(__file__).resolve().parents[1]
+    chapter = (root / "book" / "efficient_attention.ipynb").read_text()
+    used = set(re.findall(r'measured\(\\"(\w+)\\"\)', chapter))
+    shipped = {p.stem for p in ef.results.MEASURED.glob("*.csv")}
+    assert len(used) >= 8 and used <= shipped, (sorted(used), sorted(shipped))
+    for name in sorted(used):
+        rows = ef.measured(name)
+        assert rows, f"{name}.csv has no rows"
+        assert all(isinstance(v, (int, float, bool, str)) for row in rows for v in row.values())
     with pytest.raises(FileNotFoundError, match="no measurement named 'nope'"):
         ef.measured("nope")
+
+
+def test_measured_parses_numbers_and_booleans(tmp_path, monkeypatch):
+    monkeypatch.setattr(ef.results, "MEASURED", tmp_path)
+    (tmp_path / "x.csv").write_text("n,t,ok,kind\n3,0.5,True,tiled\n-2,1e-3,False,3x\n")
+    assert ef.measured("x") == [{"n": 3, "t": 0.5, "ok": True, "kind": "tiled"},
+                                {"n": -2, "t": 0.001, "ok": False, "kind": "3x"}]
 
 
 # --- Transformer-XL-style segment recurrence ----------------------------------------------------------
@@ -380,3 +562,88 @@ def test_linformer_pooling_projection_at_full_rank_is_exact_and_error_falls_with
     assert errors[0] > errors[1] > errors[2] and errors[2] < 1e-6
     with pytest.raises(ValueError, match="init must be"):
         ef.LinformerProjection(64, 4, init="svd")
+
+
+# --- swap_attention and bad input to the efficient APIs (issue 18, items 3 and 4) -------------------
+
+@pytest.mark.parametrize("make_pos", [lambda: attn.ALiBi(2), lambda: attn.RotaryPositionalEncoding(8),
+                                      lambda: attn.T5RelativePositionBias(2)], ids=["alibi", "rope", "t5"])
+def test_swap_attention_refuses_positions_that_act_inside_attention(make_pos):
+    """Dropping the encoding silently changed the model's outputs; the swap now refuses, naming
+    the encoding, and leaves the model as it was."""
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=12, positional=make_pos()).eval()
+    tokens = torch.randint(0, 20, (2, 12))
+    expected = model(tokens)
+    with pytest.raises(ValueError, match=rf"cannot carry the positional encoding {type(make_pos()).__name__}"):
+        ef.swap_attention(model, "full")
+    assert all(isinstance(b.self_attn, attn.MultiHeadAttention) for b in model.layers)
+    torch.testing.assert_close(model(tokens), expected, atol=0, rtol=0)
+
+
+def test_swap_attention_keeps_bias_free_projections_and_the_dtype():
+    torch.manual_seed(0)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=12, causal=True)
+    for block in model.layers:
+        block.self_attn = attn.MultiHeadAttention(16, 2, bias=False)
+    model = model.double().eval()
+    tokens = torch.randint(0, 20, (2, 12))
+    expected = model(tokens)
+    ef.swap_attention(model, "tiled")
+    new = model.layers[0].self_attn
+    assert new.in_proj.bias is None and new.out_proj.bias is None and new.in_proj.weight.dtype == torch.float64
+    torch.testing.assert_close(model(tokens), expected, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("heads", [0, -4, 2.0])
+def test_efficient_self_attention_names_a_bad_head_count(heads):
+    with pytest.raises(ValueError, match=rf"num_heads must be a positive integer, got {heads!r}"):
+        ef.EfficientSelfAttention(16, heads)
+    with pytest.raises(ValueError, match="d_model must be a positive integer, got 0"):
+        ef.EfficientSelfAttention(0, 2)
+
+
+@pytest.mark.parametrize("S", [3, 7])
+def test_linear_attention_recurrent_needs_one_length(S):
+    q, _, _ = qkv(1, 5, 4)
+    _, k, v = qkv(1, S, 4)
+    with pytest.raises(ValueError, match=r"needs L == S, got q \(1, 5, 4\) and k \(1, " + str(S)):
+        ef.linear_attention_recurrent(q, k, v)
+
+
+@pytest.mark.parametrize("dtype", [torch.long, torch.float64])
+def test_gqa_names_an_input_of_the_wrong_dtype(dtype):
+    gqa = ef.GroupedQueryAttention(16, 4, 2)
+    x = torch.ones(1, 3, 16, dtype=dtype)
+    match = "x must be a floating-point tensor, got dtype torch.int64" if dtype == torch.long else \
+        r"x has dtype torch.float64 but the parameters of this GroupedQueryAttention are torch.float32"
+    with pytest.raises(TypeError, match=match):
+        gqa(x)
+    assert gqa.double()(torch.ones(1, 3, 16, dtype=torch.float64)).dtype == torch.float64
+
+
+@pytest.mark.parametrize("L,S", [(-3, None), (0, None), (4, -1)])
+def test_random_keys_names_a_bad_length(L, S):
+    name, bad = ("L", L) if S is None else ("S", S)
+    with pytest.raises(ValueError, match=rf"{name} must be a positive integer, got {bad}"):
+        ef.random_keys(L, S, num_random=1)
+
+
+def test_segment_memories_of_the_wrong_batch_or_width_are_named():
+    torch.manual_seed(0)
+    lm = ef.SegmentRecurrentLM(16, d_model=8, num_heads=2, num_layers=1)
+    tokens = torch.randint(0, 16, (2, 5))
+    _, mems = lm(tokens)
+    assert lm(tokens, mems)[0].shape == (2, 5, 16)
+    with pytest.raises(ValueError, match=r"mems\[0\] must have at least 3 dimensions, got shape \(5, 8\)"):
+        lm(tokens, [torch.zeros(5, 8)])
+    for bad in (torch.zeros(3, 5, 8), torch.zeros(2, 5, 6), torch.zeros(2, 1, 5, 8)):
+        with pytest.raises(ValueError, match=r"mems\[0\] must have shape \(B, M, D\) = \(2, M, 8\).*got " +
+                           re.escape(attn._checks.fmt(bad.shape))):
+            lm(tokens, [bad])
+
+
+@pytest.mark.parametrize("delay", [0, -1, 1.5])
+def test_delayed_copy_needs_a_positive_delay(delay):
+    with pytest.raises(ValueError, match=rf"delay must be a positive integer, got {delay!r}"):
+        ef.delayed_copy(2, 8, delay)

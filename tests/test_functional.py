@@ -280,3 +280,170 @@ def test_top_left_alignment_is_an_explicit_mask():
     q, k, v = _qkv(2, L=2, S=5)
     assert_close(sdpa(q, k, v, mask=masks.causal(2, 5)), F.scaled_dot_product_attention(q, k, v, is_causal=True),
                  **TOL32)
+
+
+# --- masks of fewer than two dimensions (issue 18, item 5) ---------------------------------------
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("form", ["bool", "additive", "scalar"])
+def test_a_1d_key_mask_broadcasts_on_both_paths_as_pytorch_computes_it(form, weights):
+    """A ``(S,)`` mask broadcasts over queries, batch and heads (as its ``(1, S)`` form does in
+    PyTorch); the fused path used to pass it on and raise IndexError from the CPU kernel."""
+    q, k, v = _qkv(1, 2, L=3, S=4, E=4)
+    keep = torch.tensor([True, True, False, True])
+    m = {"bool": keep, "additive": masks.to_additive(keep), "scalar": torch.tensor(True)}[form]
+    out = sdpa(q, k, v, mask=m, return_weights=weights)
+    out = out[0] if weights else out
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=m.reshape(1, -1) if m.dim() else m.reshape(1, 1))
+    assert_close(out, ref, **TOL32)
+
+
+# --- what mutation testing found unpinned (issue 18) ---------------------------------------------
+
+@pytest.mark.parametrize("call,error,message", [
+    (lambda: sdpa(torch.randn(2, 8), torch.randn(3, 8), torch.ones(3, 8, dtype=torch.long)), TypeError,
+     "v must be a floating-point tensor, got dtype torch.int64"),
+    (lambda: sdpa(torch.randn(8), torch.randn(3, 8), torch.randn(3, 8)), ValueError,
+     r"q must have at least 2 dimensions, got shape \(8\)"),
+    (lambda: sdpa(torch.randn(2, 8), torch.randn(3, 8).double(), torch.randn(3, 8)), TypeError,
+     "q, k and v must share one dtype, got torch.float32, torch.float64 and torch.float32"),
+    (lambda: sdpa(torch.randn(2, 8), torch.randn(3, 4), torch.randn(3, 8)), ValueError,
+     r"k has last dimension 4 \(shape \(3, 4\)\), expected 8 \(q and k must have the same last dimension E\)"),
+    (lambda: sdpa(torch.randn(2, 0), torch.randn(3, 0), torch.randn(3, 8)), ValueError,
+     r"q has an empty embedding E dimension \(shape \(2, 0\)\); attention over nothing is undefined"),
+    (lambda: sdpa(*_qkv(), dropout_p=1.0), ValueError, r"dropout_p must lie in \[0, 1\), got 1.0"),
+    (lambda: sdpa(*_qkv(), dropout_p=1.5), ValueError, r"dropout_p must lie in \[0, 1\), got 1.5"),
+])
+def test_errors_name_the_argument_in_full(call, error, message):
+    with pytest.raises(error, match=f"^{message}$"):
+        call()
+
+
+@pytest.mark.parametrize("holder", ["q", "k", "v", "q2 v3"])
+@pytest.mark.parametrize("weights", [False, True])
+def test_batch_dimensions_broadcast_from_any_input_and_a_full_batch_mask_fits(holder, weights):
+    """The mask is checked against the broadcast batch of all three inputs, whichever holds it.
+    (With v alone holding part of it, PyTorch's kernel raised a RuntimeError: issue 18.)"""
+    shapes = {"q": (1, 1, 5, 8), "k": (1, 1, 7, 8), "v": (1, 1, 7, 8)}
+    if holder == "q2 v3":
+        shapes["q"], shapes["v"] = (2, 1, 5, 8), (1, 3, 7, 8)
+    else:
+        shapes[holder] = (2, 3) + shapes[holder][2:]
+    q, k, v = (torch.randn(*shapes[n]) for n in "qkv")
+    mask = torch.rand(2, 3, 5, 7) > 0.3
+    mask[..., 0] = True
+    out = sdpa(q, k, v, mask=mask, return_weights=weights)
+    out = out[0] if weights else out
+    ref = F.scaled_dot_product_attention(q.expand(2, 3, 5, 8), k.expand(2, 3, 7, 8), v.expand(2, 3, 7, 8), attn_mask=mask)
+    assert_close(out, ref, **TOL32)
+    with pytest.raises(ValueError, match=r"cannot broadcast to the scores' shape \(2, 3, 5, 7\)"):
+        sdpa(q, k, v, mask=torch.ones(4, 3, 5, 7, dtype=torch.bool), return_weights=weights)
+
+
+@pytest.mark.parametrize("batch", [(), (3,), (2, 3, 2)])
+def test_masks_are_checked_against_inputs_of_any_rank(batch):
+    q, k, v = _qkv(*batch, L=4, S=6)
+    full = torch.rand(*batch, 4, 6) > 0.3
+    full[..., 0] = True
+    assert_close(sdpa(q, k, v, mask=full), F.scaled_dot_product_attention(q, k, v, attn_mask=full), **TOL32)
+    keep = torch.tensor([True, False, True, True, False, True])  # (S,) broadcasts over everything
+    for weights in (False, True):
+        out = sdpa(q, k, v, mask=keep, return_weights=weights)
+        out = out[0] if weights else out
+        assert out.shape == (*batch, 4, 8)
+        assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=keep.expand(4, 6)), **TOL32)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_an_additive_mask_of_another_dtype_is_cast_to_the_inputs(weights):
+    q, k, v = _qkv(2, L=4, S=6)
+    keep = torch.rand(4, 6) > 0.4
+    keep[:, 0] = True
+    mask = masks.to_additive(keep, torch.float64) + 0.25 * torch.randn(4, 6, dtype=torch.float64)
+    out = sdpa(q, k, v, mask=mask, return_weights=weights)
+    out = out[0] if weights else out
+    assert out.dtype == torch.float32
+    assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask.float()), **TOL32)
+
+
+def test_explicit_attention_defaults_to_no_dropout_and_the_usual_scale():
+    q, k, v = _qkv(2, L=4, S=6)
+    out, w = attn.functional.explicit_attention(q, k, v)
+    assert_close(w, torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), -1), **TOL32)
+    assert_close(out, w @ v, **TOL32)
+
+
+def test_explicit_attention_of_float64_stays_float64_and_half_is_scored_in_float32():
+    q, k, v = _qkv(2, L=4, S=6, dtype=torch.float64)
+    out, w = attn.functional.explicit_attention(q, k, v)
+    assert_close(w, torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), -1), atol=1e-15, rtol=1e-15)
+    # float16 q . k of 40 * 40 * 8 = 12800 ... per entry overflows nothing, but 128 dims of 30 do
+    q16 = torch.full((1, 2, 128), 30.0, dtype=torch.float16)
+    k16 = torch.full((1, 3, 128), 30.0, dtype=torch.float16)
+    v16 = torch.randn(1, 3, 4, dtype=torch.float16)
+    out16, w16 = attn.functional.explicit_attention(q16, k16, v16, scale=1.0)  # scores 115200 > 65504
+    assert torch.isfinite(w16).all() and torch.equal(w16, torch.full_like(w16, 1 / 3))
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_dropout_and_scale_reach_the_fused_kernel(masked):
+    """Same seed, same dropout draws as PyTorch's kernel, with and without a mask."""
+    q, k, v = _qkv(2, 2, L=6, S=6)
+    mask = masks.causal(6) if masked else None
+    torch.manual_seed(3)
+    out = sdpa(q, k, v, mask=mask, dropout_p=0.5, scale=0.3)
+    torch.manual_seed(3)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=0.5, scale=0.3)
+    assert_close(out, ref, **TOL32)
+    assert not torch.allclose(out, sdpa(q, k, v, mask=mask, scale=0.3))  # dropout did something
+
+
+def test_dropout_on_the_weights_path_drops_at_the_given_rate():
+    torch.manual_seed(1)
+    q, k, v = _qkv(4, 4, L=32, S=32)
+    _, w = sdpa(q, k, v, dropout_p=0.2, return_weights=True)
+    assert 0.15 < (w == 0).float().mean().item() < 0.25
+    _, w0 = sdpa(q, k, v, return_weights=True)
+    kept = w != 0
+    assert_close(w[kept], w0[kept] / 0.8, **TOL32)
+
+
+def test_is_causal_with_equal_lengths_builds_no_mask():
+    """PyTorch's own is_causal does the work (and skips the blocked half): no mask tensor is made."""
+    q, k, v = _qkv(1, 2, L=6, S=6)
+    ops = attn.efficient.aten_ops(lambda: sdpa(q, k, v, is_causal=True))
+    assert "arange" not in ops and "masked_fill" not in ops, ops
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_the_causal_mask_is_built_on_the_inputs_device(weights):
+    """On the meta device a CPU-made triangle fails (tests/test_devices.py covers the package)."""
+    meta = torch.device("meta")
+    q, k, v = (t.to(meta) for t in _qkv(2, L=4, S=6))
+    out = sdpa(q, k, v, mask=torch.ones(6, dtype=torch.bool, device=meta), is_causal=True, return_weights=weights)
+    assert (out[0] if weights else out).device == meta
+    out = sdpa(q, k, v, is_causal=True, return_weights=weights)  # L != S: the triangle alone
+    assert (out[0] if weights else out).device == meta
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("q_shape,k_shape,v_shape", [
+    ((2, 2, 3, 4), (2, 5, 4), (2, 5, 4)),  # q alone has two batch dimensions
+    ((2, 3, 4), (2, 2, 5, 4), (2, 5, 4)),  # k alone
+    ((2, 3, 4), (2, 5, 4), (2, 2, 5, 4)),  # v alone
+    ((1, 3, 4), (1, 5, 4), (2, 1, 5, 4)),  # v alone, and q of lower rank
+])
+def test_inputs_of_different_ranks_broadcast_their_batch_and_the_mask_fits(q_shape, k_shape, v_shape, weights):
+    q, k, v = torch.randn(q_shape), torch.randn(k_shape), torch.randn(v_shape)
+    batch = torch.broadcast_shapes(q_shape[:-2], k_shape[:-2], v_shape[:-2])
+    mask = torch.rand(*batch, 3, 5) > 0.3
+    mask[..., 0] = True
+    out = sdpa(q, k, v, mask=mask, return_weights=weights)
+    out = out[0] if weights else out
+    ref = F.scaled_dot_product_attention(*(t.expand(*batch, *t.shape[-2:]) for t in (q, k, v)), attn_mask=mask)
+    assert_close(out, ref, **TOL32)
+
+
+def test_an_empty_embedding_is_named_for_batched_inputs_too():
+    with pytest.raises(ValueError, match=r"^q has an empty embedding E dimension \(shape \(1, 2, 0\)\)"):
+        sdpa(torch.randn(1, 2, 0), torch.randn(1, 3, 0), torch.randn(1, 3, 4))

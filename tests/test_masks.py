@@ -207,3 +207,142 @@ def test_masks_carry_no_widget_concerns():
     # bigbird still draws its random keys from a portable, seeded stream (mulberry32)
     rng = masks.seeded_uniform(0)
     assert [round(next(rng), 6) for _ in range(3)] == [0.266429, 0.00033, 0.223272]
+
+
+# --- what mutation testing found unpinned (issue 18): names in messages, S != L, defaults ---------
+
+META = torch.device("meta")
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: masks.causal(3, 0), "S must be an integer >= 1, got 0"),
+    (lambda: masks.padding([1], 0), "S must be an integer >= 1, got 0"),
+    (lambda: masks.padding([1], 2, L=0), "L must be an integer >= 1, got 0"),
+    (lambda: masks.padding([], 2), "lengths is empty: need one length per sequence in the batch"),
+    (lambda: masks.sliding_window(4, window=0), "window must be an integer >= 1, got 0"),
+    (lambda: masks.dilated(4, window=0, dilation=1), "window must be an integer >= 1, got 0"),
+    (lambda: masks.dilated(4, window=2, dilation=0), "dilation must be an integer >= 1, got 0"),
+    (lambda: masks.local_global(4, window=1, global_tokens=(4,)), r"global token index 4 is outside \[0, 4\)"),
+    (lambda: masks.bigbird(4, window=1, num_random=-1), "num_random must be an integer >= 0, got -1"),
+    (lambda: masks.bigbird(4, window=1, num_random=1.5), "num_random must be an integer >= 0, got 1.5"),
+    (lambda: masks.prefix_lm(4, 5), r"prefix must lie in \[0, L=4\], got 5"),
+    (lambda: masks.combine(masks.causal(3, 4), masks.causal(2, 4)),
+     r"combine\(\) got masks of shapes \(3, 4\) and \(2, 4\), which do not broadcast \(argument 1 against the ones "
+     r"before it\): each must be \(L, S\), \(B, L, S\) or broadcast to one of them"),
+])
+def test_errors_name_the_argument_in_full(call, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        call()
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: masks.restrict(None, [[True]]), "allowed must be a torch.Tensor, got list"),
+    (lambda: masks.add_bias(None, 0.5), "bias must be a torch.Tensor, got float"),
+    (lambda: masks.from_key_padding_mask([[True]]), "key_padding_mask must be a torch.Tensor, got list"),
+    (lambda: masks.to_additive([[True]]), "mask must be a torch.Tensor, got list"),
+    (lambda: masks.from_additive([[0.0]]), "mask must be a torch.Tensor, got list"),
+    (lambda: masks.from_additive(torch.zeros(2, 2, dtype=torch.long)), "mask must be a floating-point tensor, got dtype torch.int64"),
+    (lambda: masks.combine(masks.causal(2), "x"), "combine\\(\\) takes boolean masks \\(True = may attend\\); argument 1 is str"),
+])
+def test_type_errors_name_the_argument_in_full(call, message):
+    with pytest.raises(TypeError, match=f"^{message}$"):
+        call()
+
+
+def test_mask_builders_take_a_number_of_keys_other_than_the_queries():
+    assert torch.equal(masks.sliding_window(2, 4, window=2), torch.tensor([[1, 1, 0, 0], [1, 1, 1, 0]]).bool())
+    assert torch.equal(masks.dilated(2, 5, window=2, dilation=2), torch.tensor([[1, 0, 1, 0, 0], [0, 1, 0, 1, 0]]).bool())
+    lg = masks.local_global(2, 4, window=1, global_tokens=(1,))
+    assert torch.equal(lg, torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]]).bool())
+    assert masks.bigbird(3, 6, window=1, num_random=0).shape == (3, 6)
+    assert torch.equal(masks.bigbird(3, 6, window=1, num_random=0), masks.local_global(3, 6, window=1))
+    assert masks.cross_padding([2, 1], 3, 5).shape == (2, 3, 5)
+    assert masks.cross_padding([2, 1], 3, 5)[:, 0].tolist() == [[1, 1, 0, 0, 0], [1, 0, 0, 0, 0]]
+
+
+def test_dilated_causal_sees_no_future_key():
+    m = masks.dilated(5, window=2, dilation=2, causal=True)
+    assert not (m & ~masks.causal(5)).any()
+    assert m.tolist()[4] == [False, False, True, False, True]
+
+
+def test_bigbird_keeps_given_global_tokens_and_its_documented_defaults():
+    m = masks.bigbird(8, window=1, global_tokens=(3,), num_random=0)
+    assert m[3].all() and m[:, 3].all() and not m[0, 1:3].any()
+    assert torch.equal(masks.bigbird(16, window=1), masks.bigbird(16, window=1, num_random=2, seed=0))
+
+
+def test_bigbird_random_keys_are_a_partial_fisher_yates_shuffle_of_seeded_uniform():
+    """The specification written out once more: query i takes the first num_random entries of a
+    partial shuffle of 0..S-1, swapping position r with r + floor(u * (S - r))."""
+    L, S, r_n, seed = 6, 9, 3, 5
+    rng = masks.seeded_uniform(seed)
+    expected = masks.local_global(L, S, window=1, global_tokens=())
+    for i in range(L):
+        keys = list(range(S))
+        for r in range(r_n):
+            j = r + int(next(rng) * (S - r))
+            assert r <= j < S
+            keys[r], keys[j] = keys[j], keys[r]
+        expected[i, keys[:r_n]] = True
+    got = masks.bigbird(L, S, window=1, global_tokens=(), num_random=r_n, seed=seed)
+    assert torch.equal(got, expected)
+    assert (got.sum(1) >= r_n).all()  # num_random distinct keys in every row
+
+
+def test_seeded_uniform_gives_multiples_of_two_to_the_minus_32():
+    rng = masks.seeded_uniform(7)
+    for _ in range(50):
+        u = next(rng)
+        assert 0 <= u < 1 and (u * 2**32).is_integer()
+
+
+def test_prefix_lm_with_the_whole_sequence_as_prefix_is_full_attention():
+    assert masks.prefix_lm(4, 4).all()
+    assert torch.equal(masks.prefix_lm(4, 0), masks.causal(4))
+
+
+def test_combine_skips_none_anywhere():
+    c = masks.causal(3)
+    assert torch.equal(masks.combine(None, c), c)
+    assert torch.equal(masks.combine(c, None, masks.causal(3, offset=-1)), masks.causal(3, offset=-1))
+
+
+def test_masks_on_the_meta_device_stay_there():
+    """A mask made on the inputs' device builds every part there (a CPU part would fail here)."""
+    assert masks.causal(3, 4, device=META).device == META
+    assert masks.to_additive(masks.causal(3, device=META), torch.float16).device == META
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_masked_softmax_keeps_the_half_dtype_and_normalises_in_float32(dtype):
+    scores = torch.tensor([[20.0, 19.0, 0.0, -30.0]], dtype=dtype) * 2
+    w = masks.masked_softmax(scores)
+    assert w.dtype == dtype
+    ref = torch.softmax(scores.double(), -1).to(dtype)  # rounded once, at the end
+    assert torch.equal(w, ref)
+
+
+def test_masked_softmax_in_float64_is_not_rounded_to_float32():
+    scores = torch.randn(3, 7, dtype=torch.float64)
+    assert_close(masks.masked_softmax(scores), torch.softmax(scores, -1), atol=1e-15, rtol=1e-15)
+
+
+def test_fully_masked_rows_of_batched_masks_keep_their_shape():
+    m = torch.ones(2, 3, 4, dtype=torch.bool)
+    m[1, 2] = False
+    rows = masks.fully_masked_rows(m)
+    assert rows.shape == (2, 3, 1)
+    assert rows[..., 0].tolist() == [[False] * 3, [False, False, True]]
+    assert torch.equal(masks.fully_masked_rows(masks.to_additive(m)), rows)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_masked_softmax_adds_a_half_bias_in_float32(dtype):
+    """1000 + 0.25 is not representable in half precision: added there, the bias would vanish."""
+    scores = torch.tensor([[1000.0, 1000.0]], dtype=dtype)
+    bias = torch.tensor([[0.25, 0.0]], dtype=dtype)
+    w = masks.masked_softmax(scores, bias)
+    assert w.dtype == dtype
+    ref = torch.softmax(torch.tensor([[0.25, 0.0]], dtype=torch.float64), -1).to(dtype)
+    assert torch.equal(w, ref) and w[0, 0] > w[0, 1]

@@ -200,3 +200,11 @@ def test_below_shows_the_bound_a_rounding_level_value_stays_under():
     for bad in (1e-6, 2e-6, float("nan")):
         with pytest.raises(AssertionError, match="expected a value below 1e-06"):
             below(bad, 1e-6)
+
+
+def test_require_of_a_submodule_whose_package_is_missing_names_the_install_command():
+    """``find_spec("pkg.sub")`` raises when ``pkg`` is missing; require still says what to install."""
+    from attn.notebook import require
+
+    with pytest.raises(ModuleNotFoundError, match=r"needs the package 'no_such_pkg_xyz.sub'.*pip install no-such-pkg"):
+        require("no_such_pkg_xyz.sub", pip="no-such-pkg")

@@ -103,32 +103,56 @@ class _Links(__import__("html.parser").parser.HTMLParser):
                 self.links.append(a[key])
 
 
-def test_every_internal_link_and_anchor_on_the_site_resolves(built_site):
+def _broken_links(site, pages) -> tuple[list[str], int, int]:
+    """Links from ``pages`` (except 404.html) to a missing file or to a missing anchor; any HTML page
+    a link points into is parsed for its ids, whether or not it is one of ``pages`` (a page under
+    ``_static`` or left out of the list is checked like the others). Returns (broken, links
+    checked, anchors checked)."""
     import urllib.parse
 
-    parsed = {}
-    for page in _pages(built_site):
-        p = _Links()
-        p.feed(page.read_text())
-        parsed[page] = p
-    broken, checked = [], 0
-    for page, p in parsed.items():
+    parsed: dict = {}
+
+    def parse(page):
+        if page not in parsed:
+            parsed[page] = _Links()
+            parsed[page].feed(page.read_text(errors="replace"))
+        return parsed[page]
+
+    broken, checked, anchors = [], 0, 0
+    for page in pages:
         if page.name == "404.html":
             continue  # absolute links under the published path: checked below
-        for link in p.links:
+        for link in parse(page).links:
             parts = urllib.parse.urlsplit(link)
             if parts.scheme or link.startswith(("//", "mailto:", "javascript:", "data:")):
                 continue
             target = (page.parent / urllib.parse.unquote(parts.path)).resolve() if parts.path else page
             checked += 1
             if not target.exists():
-                broken.append(f"{page.relative_to(built_site)} -> {link}")
+                broken.append(f"{page.relative_to(site)} -> {link}")
             elif parts.fragment and target.suffix == ".html":
-                ids = parsed[target].ids if target in parsed else _Links().ids
-                if target in parsed and parts.fragment not in ids:
-                    broken.append(f"{page.relative_to(built_site)} -> {link} (no such anchor)")
-    assert checked > 100
+                anchors += 1
+                if urllib.parse.unquote(parts.fragment) not in parse(target).ids:
+                    broken.append(f"{page.relative_to(site)} -> {link} (no such anchor)")
+    return broken, checked, anchors
+
+
+def test_every_internal_link_and_anchor_on_the_site_resolves(built_site):
+    broken, checked, anchors = _broken_links(built_site, _pages(built_site))
+    assert checked > 100 and anchors > 20
     assert broken == [], "\n".join(broken[:40])
+
+
+def test_the_link_checker_parses_the_pages_links_point_into(tmp_path):
+    """An anchor into a page that is not one of the pages walked (under _static/) is checked too."""
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "b.html").write_text('<h1 id="here">b</h1>')
+    (tmp_path / "a.html").write_text('<a id="top" href="_static/b.html#here">ok</a> <a href="_static/b.html#gone">x</a>'
+                                     ' <a href="#top">self</a> <a href="#nowhere">y</a> <a href="c.html">z</a>')
+    broken, checked, anchors = _broken_links(tmp_path, [tmp_path / "a.html"])
+    assert broken == ["a.html -> _static/b.html#gone (no such anchor)", "a.html -> #nowhere (no such anchor)",
+                      "a.html -> c.html"]
+    assert (checked, anchors) == (5, 4)
 
 
 def test_404_page_links_under_the_published_path_of_this_repository(built_site):

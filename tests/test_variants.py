@@ -2,18 +2,36 @@
 configurations (offline, no download) and compared in float32, eval mode, to 1e-5."""
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 import torch
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-transformers = pytest.importorskip("transformers")
+import attn
+from attn import variants
+from attn.variants import BERT, GPT, T5, ViT
 
-from attn import variants  # noqa: E402
-from attn.variants import BERT, GPT, T5, ViT  # noqa: E402
+
+class _Transformers:
+    """``transformers``, imported on first use: only the tests that compare with Hugging Face are
+    skipped where it is missing (the others, e.g. "attn imports without transformers", still run)."""
+
+    def __getattr__(self, name):
+        return getattr(pytest.importorskip("transformers"), name)
+
+
+transformers = _Transformers()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _offline_hugging_face():
+    """Offline and quiet for this module's tests only, undone afterwards."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("TRANSFORMERS_VERBOSITY", "error")
+        yield
 
 TOL = dict(atol=1e-5, rtol=1e-5)
 V = 97
@@ -196,9 +214,20 @@ def test_vit_model_hidden_states_and_pooler_match_hugging_face():
     torch.testing.assert_close(ours.pool(hidden), out.pooler_output, **TOL)
 
 
-def test_vit_with_2d_sincos_positions_is_invariant_to_nothing_but_runs_with_its_shapes():
+def test_vit_with_2d_sincos_positions_adds_the_fixed_table_to_the_patches_and_none_to_cls():
+    """What the blocks receive: [CLS] as it is, then each patch's embedding plus its row of the
+    fixed 2-D sin-cos table (no learned position parameters)."""
+    torch.manual_seed(0)
     vit = ViT(8, 2, 10, 32, positions="sincos2d").eval()
-    assert vit.encode(torch.randn(2, 1, 8, 8)).shape == (2, 17, 32)
+    assert list(vit.pos.parameters()) == []
+    images = torch.randn(2, 1, 8, 8)
+    seen = []
+    vit.layers[0].register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    assert vit.encode(images).shape == (2, 17, 32)
+    patches = vit.patch(images).flatten(2).transpose(1, 2)  # (2, 16, 32)
+    table = attn.positional.Sinusoidal2DPositionalEncoding(32, 4, 4).table()  # (16, 32)
+    torch.testing.assert_close(seen[0][:, 0], vit.cls[0].expand(2, -1), atol=0, rtol=0)
+    torch.testing.assert_close(seen[0][:, 1:], patches + table, atol=1e-6, rtol=1e-6)
     with pytest.raises(ValueError, match="positions"):
         ViT(8, 2, 10, 32, positions="rope")
 
@@ -331,3 +360,17 @@ def test_chapter_glues_every_value_its_prose_uses_and_guards_the_pretrained_cell
     assert len(online) == 1
     assert "LOAD_PRETRAINED = False" in "".join(online[0]["source"])
     assert "nbval-skip" not in online[0]["metadata"].get("tags", [])  # run by nbval: offline it does nothing
+
+
+@pytest.mark.parametrize("option,value", [("image_size", (12, 8)), ("patch_size", (4, 2))])
+def test_vit_from_hf_names_a_non_square_size(option, value):
+    hf = _seeded(transformers.ViTModel, vit_config(**{option: value}))
+    with pytest.raises(ValueError, match=rf"unsupported configuration: {option}={re.escape(repr(value))}; .*square"):
+        ViT.from_hf(hf)
+
+
+def test_vit_from_hf_takes_a_square_size_given_as_a_pair():
+    ref = _seeded(transformers.ViTModel, vit_config(image_size=12, patch_size=4))
+    pair = _seeded(transformers.ViTModel, vit_config(image_size=(12, 12), patch_size=[4, 4]))
+    images = torch.randn(2, vit_config().num_channels, 12, 12)
+    torch.testing.assert_close(ViT.from_hf(pair).encode(images), ViT.from_hf(ref).encode(images), atol=0, rtol=0)

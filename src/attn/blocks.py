@@ -113,7 +113,7 @@ class EncoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """A copy of a batch-first ``nn.TransformerEncoderLayer``, weights included."""
-        ours = cls(*_torch_layer_sizes(layer), **_torch_layer_options(layer))
+        ours = _like(cls(*_torch_layer_sizes(layer), **_torch_layer_options(layer)), layer)
         _copy_mha(ours.self_attn, layer.self_attn)
         _copy_ff_norms(ours, layer, 2)
         return ours
@@ -193,7 +193,7 @@ class DecoderLayer(nn.Module):
     @classmethod
     def from_torch(cls, layer: nn.TransformerDecoderLayer) -> DecoderLayer:
         """A copy of a batch-first ``nn.TransformerDecoderLayer``, weights included."""
-        ours = cls(*_torch_layer_sizes(layer), **_torch_layer_options(layer))
+        ours = _like(cls(*_torch_layer_sizes(layer), **_torch_layer_options(layer)), layer)
         _copy_mha(ours.self_attn, layer.self_attn)
         _copy_mha(ours.cross_attn, layer.multihead_attn)
         _copy_ff_norms(ours, layer, 3)
@@ -313,10 +313,18 @@ class Transformer(nn.Module):
         """A copy of a batch-first ``nn.Transformer``, weights included."""
         enc, dec = model.encoder, model.decoder
         d_model, num_heads, d_ff = _torch_layer_sizes(enc.layers[0])
-        ours = cls(d_model, num_heads, len(enc.layers), len(dec.layers), d_ff, **_torch_layer_options(enc.layers[0]))
+        ours = _like(cls(d_model, num_heads, len(enc.layers), len(dec.layers), d_ff, **_torch_layer_options(enc.layers[0])),
+                     enc.layers[0])
         ours.encoder = Encoder.from_torch(enc)
         ours.decoder = Decoder.from_torch(dec)
         return ours
+
+
+def _like(ours: nn.Module, theirs: nn.Module) -> nn.Module:
+    """``ours`` moved to the dtype and device of ``theirs``'s parameters: a copy keeps them, so a
+    float64 layer's weights are copied exactly (not rounded to float32)."""
+    p = next(theirs.parameters())
+    return ours.to(device=p.device, dtype=p.dtype)
 
 
 def _torch_layer_sizes(layer) -> tuple[int, int, int]:

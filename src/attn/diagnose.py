@@ -196,12 +196,16 @@ def _shape(t) -> str:
 
 
 def _call(fn, x: torch.Tensor, key_mask: torch.Tensor | None, seed: int) -> torch.Tensor:
-    """Run ``fn`` with a fixed random state (same dropout draws) and check what comes back."""
-    torch.manual_seed(seed)
-    try:
-        out = fn(x, key_mask)
-    except TypeError as e:
-        raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised TypeError: {e}") from None
+    """Run ``fn`` with a fixed random state (same dropout draws) and check what comes back.
+
+    The random state is the probe's own: the caller's global generator is restored afterwards."""
+    devices = [x.device.index or 0] if x.device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        try:
+            out = fn(x, key_mask)
+        except TypeError as e:
+            raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised TypeError: {e}") from None
     if not isinstance(out, torch.Tensor):
         raise _ContractError(f"f(x, key_mask) returned {type(out).__name__}, expected a tensor {_shape(x.shape)}"
                              " (modules returning (output, weights) need an adapter)")
@@ -321,8 +325,14 @@ def _normalised_entropy(weights: list[torch.Tensor]) -> float | None:
 # ------------------------------------------------------------------------------------------ checks
 
 def _check_shape(fn, x, km, seed, d_model, num_heads) -> Finding:
-    _call(fn, x, None, seed)
-    _call(fn, x, km, seed)
+    for key_mask in (None, km):
+        try:
+            _call(fn, x, key_mask, seed)
+        except _ContractError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a callable that cannot run the first probes breaks the contract
+            msg = str(e).splitlines()[0][:200] if str(e) else ""
+            raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised {type(e).__name__}: {msg}") from None
     if num_heads is not None and d_model % num_heads != 0:
         return Finding("shape contract", False, f"d_model = {d_model} is not divisible by num_heads = {num_heads}",
                        "each head needs d_model / num_heads dimensions; rounding it down drops dimensions silently",

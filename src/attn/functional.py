@@ -63,6 +63,8 @@ def prepare_mask(
     """
     if mask is not None:
         _checks.mask("mask", mask, (*batch, L, S))
+        if mask.dim() < 2:  # (S,) or (): broadcasts, but PyTorch's fused kernels index a query dimension
+            mask = mask.reshape((1,) * (2 - mask.dim()) + tuple(mask.shape))  # (1, S) or (1, 1)
         if mask.is_floating_point() and mask.dtype != dtype:
             mask = mask.to(dtype)
     if is_causal:
@@ -144,6 +146,11 @@ def scaled_dot_product_attention(
         # materialising the weights, and with is_causal they skip the blocked half of the work.
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     mask = prepare_mask(mask, is_causal, L, S, batch, q.dtype, q.device)
+    if mask is not None and torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) != batch:
+        # v holds part of the batch that q and k lack: PyTorch's kernels add the mask in place to
+        # scores of q's and k's smaller batch and raise a RuntimeError. Expanding q (a view) gives
+        # the scores the full batch.
+        q = q.expand(*batch, *q.shape[-2:])
     if return_weights:
         return explicit_attention(q, k, v, mask, scale, dropout_p)
     # Fully masked rows come out of PyTorch's kernels as zeros already, with finite gradients (tested).

@@ -51,7 +51,11 @@ def require(package: str, *, pip: str | None = None, why: str = "") -> None:
         pip: what to install (default: the import name), e.g. ``"scikit-learn"``.
         why: what the chapter uses it for, added to the message.
     """
-    if importlib.util.find_spec(package) is not None:
+    try:
+        found = importlib.util.find_spec(package) is not None
+    except ModuleNotFoundError:  # "pkg.sub" whose parent package "pkg" is missing
+        found = False
+    if found:
         return
     install = pip or package
     reason = f" ({why})" if why else ""

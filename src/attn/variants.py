@@ -81,6 +81,17 @@ def _check_family(model, accepted: tuple[str, ...], ours: str) -> None:
         raise TypeError(f"{ours}.from_hf expects one of {', '.join(accepted)}; got {name}")
 
 
+def _square(config, option: str) -> int:
+    """A size that ``transformers`` allows as an int or an (H, W) pair; attn's ViT is square-only."""
+    value = getattr(config, option)
+    if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == value[1]:
+        value = value[0]
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"unsupported configuration: {option}={value!r}; attn's ViT takes square images and "
+                         f"patches, one integer (or an (n, n) pair)")
+    return value
+
+
 def _require(config, option: str, ok, supported: str) -> None:
     value = getattr(config, option, None)
     if not (ok(value) if callable(ok) else value == ok):
@@ -601,7 +612,7 @@ class ViT(nn.Module):
         if pooler is not None and pooler.dense.out_features != c.hidden_size:
             raise ValueError(f"unsupported configuration: pooler_output_size={pooler.dense.out_features} != hidden_size")
         num_classes = c.num_labels if hasattr(model, "classifier") else None
-        ours = cls(c.image_size, c.patch_size, num_classes, c.hidden_size, c.num_attention_heads,
+        ours = cls(_square(c, "image_size"), _square(c, "patch_size"), num_classes, c.hidden_size, c.num_attention_heads,
                    c.num_hidden_layers, c.intermediate_size, channels=c.num_channels,
                    activation=_activation_name(c, "hidden_act"), dropout=c.hidden_dropout_prob,
                    eps=c.layer_norm_eps, pooler=pooler is not None)

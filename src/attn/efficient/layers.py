@@ -11,7 +11,7 @@ from torch import nn
 from attn import _checks
 from attn.efficient.linear import LinformerProjection, linear_attention
 from attn.efficient.sparse import banded_attention
-from attn.efficient.tiled import tiled_attention
+from attn.efficient.tiled import _positive_int, tiled_attention
 
 __all__ = ["KINDS", "EfficientSelfAttention", "swap_attention"]
 
@@ -27,13 +27,16 @@ class EfficientSelfAttention(nn.Module):
         kind: one of :data:`KINDS`.
         window: reach of the sliding window (``kind="window"``).
         rank, seq_len: Linformer's projected length ``r`` and the sequence length it is built for.
+        bias: biases on the projections.
     """
 
     def __init__(self, d_model: int, num_heads: int, kind: str = "full", *, window: int | None = None,
-                 rank: int | None = None, seq_len: int | None = None):
+                 rank: int | None = None, seq_len: int | None = None, bias: bool = True):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        _positive_int("d_model", d_model)
+        _positive_int("num_heads", num_heads)
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         if kind == "window" and window is None:
@@ -41,8 +44,8 @@ class EfficientSelfAttention(nn.Module):
         if kind == "linformer" and (rank is None or seq_len is None):
             raise ValueError("kind='linformer' needs rank= and seq_len=")
         self.kind, self.window, self.num_heads, self.d_model = kind, window, num_heads, d_model
-        self.in_proj = nn.Linear(d_model, 3 * d_model)
-        self.out_proj = nn.Linear(d_model, d_model)
+        self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.linformer = LinformerProjection(seq_len, rank) if kind == "linformer" else None
 
     def attend(self, q, k, v, is_causal: bool) -> torch.Tensor:
@@ -79,12 +82,28 @@ class EfficientSelfAttention(nn.Module):
 
 def swap_attention(model: nn.Module, kind: str, **kwargs) -> nn.Module:
     """Replace the ``self_attn`` of every block of ``model`` (e.g. :class:`attn.models.TokenModel`)
-    by an :class:`EfficientSelfAttention` of ``kind``, keeping its projection weights. Returns ``model``."""
-    for layer in model.modules():
-        old = getattr(layer, "self_attn", None)
-        if old is None or not hasattr(old, "in_proj"):
-            continue
-        new = EfficientSelfAttention(old.d_model, old.num_heads, kind, **kwargs)
+    by an :class:`EfficientSelfAttention` of ``kind``, keeping its projection weights (with or
+    without biases, in their dtype and on their device). Returns ``model``.
+
+    Raises:
+        ValueError: a block whose attention carries a positional encoding (ALiBi, RoPE, T5 or Shaw
+            relative positions act on the scores or on q and k, inside attention): the swapped step
+            has no place for it, and dropping it would silently change the model.
+    """
+    olds = [(layer, layer.self_attn) for layer in model.modules()
+            if hasattr(getattr(layer, "self_attn", None), "in_proj")]
+    for _, old in olds:  # check every block before changing any
+        pos = getattr(old, "positional", None)
+        if pos is not None:
+            raise ValueError(
+                f"swap_attention cannot carry the positional encoding {type(pos).__name__} (mode {pos.mode!r}) that "
+                "acts inside this model's attention: EfficientSelfAttention has no place for it. To compare attention "
+                "kinds, build the model with positions added to the input (positional='sinusoidal', None, or an "
+                "encoding of mode 'input' such as attn.positional.LearnedPositionalEncoding)")
+    for layer, old in olds:
+        w = old.in_proj.weight
+        new = EfficientSelfAttention(old.d_model, old.num_heads, kind, bias=old.in_proj.bias is not None,
+                                     **kwargs).to(device=w.device, dtype=w.dtype)
         new.in_proj.load_state_dict(old.in_proj.state_dict())
         new.out_proj.load_state_dict(old.out_proj.state_dict())
         layer.self_attn = new

@@ -83,7 +83,10 @@ def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 
     Shape: ``q``, ``k`` ``(..., L, E)``, ``v`` ``(..., L, Ev)``; output ``(..., L, Ev)``.
     """
-    _validate(q, k, v)
+    L, S, _ = _validate(q, k, v)
+    if L != S:
+        raise ValueError(f"linear_attention_recurrent is causal self-attention and needs L == S, got q "
+                         f"{_checks.fmt(q.shape)} and k {_checks.fmt(k.shape)}")
     fq, fk = elu_feature_map(q), elu_feature_map(k)
     state = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], v.shape[-1])  # (..., E, Ev)
     z = fk.new_zeros(*fk.shape[:-2], fk.shape[-1])  # (..., E)

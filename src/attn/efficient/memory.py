@@ -59,7 +59,14 @@ class GroupedQueryAttention(nn.Module):
         """``x`` ``(B, L, D)`` -> ``(B, L, D)``. With a cache the keys/values cached are ``(B, H_kv, S, E)``
         and ``is_causal`` aligns the queries with the last ``L`` keys."""
         _checks.tensor("x", x, min_dim=3)
+        _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_model, "d_model")
+        if x.dim() != 3:
+            raise ValueError(f"x must have shape (B, L, D), got {_checks.fmt(x.shape)}")
+        if x.dtype != self.q_proj.weight.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(f"x has dtype {x.dtype} but the parameters of this GroupedQueryAttention are "
+                            f"{self.q_proj.weight.dtype}: convert one of them (x.to({self.q_proj.weight.dtype}) "
+                            f"or module.to({x.dtype}))")
         B, L, _ = x.shape
         q = self.q_proj(x).view(B, L, self.num_heads, self.d_head).transpose(1, 2)  # (B, H, L, E)
         k, v = self.kv_proj(x).view(B, L, 2, self.num_kv_heads, self.d_head).permute(2, 0, 3, 1, 4)  # 2 x (B, H_kv, L, E)

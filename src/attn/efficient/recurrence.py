@@ -41,7 +41,9 @@ class SegmentRecurrentLM(nn.Module):
     def relative_bias(self, layer: int, L: int, S: int) -> torch.Tensor:
         """Additive mask ``(1, H, L, S)``: the learned bias of distance ``i - j`` for the last ``L``
         of ``S`` positions, ``-inf`` for future keys and keys beyond ``max_distance``."""
-        dist = torch.arange(L).unsqueeze(1) + (S - L) - torch.arange(S).unsqueeze(0)  # (L, S) query minus key position
+        device = self.rel_bias.device
+        dist = (torch.arange(L, device=device).unsqueeze(1) + (S - L)
+                - torch.arange(S, device=device).unsqueeze(0))  # (L, S) query minus key position
         allowed = (dist >= 0) & (dist < self.max_distance)
         bias = self.rel_bias[layer][:, dist.clamp(0, self.max_distance - 1)]  # (H, L, S)
         return bias.masked_fill(~allowed, float("-inf")).unsqueeze(0)
@@ -53,6 +55,12 @@ class SegmentRecurrentLM(nn.Module):
         if mems is not None and len(mems) != len(self.layers):
             raise ValueError(f"mems must hold one tensor per layer ({len(self.layers)}), got {len(mems)}")
         x = self.embed(tokens)  # (B, T, D)
+        if mems is not None:
+            for i, m in enumerate(mems):
+                _checks.tensor(f"mems[{i}]", m, min_dim=3)
+                if m.dim() != 3 or m.shape[0] != x.shape[0] or m.shape[2] != x.shape[2]:
+                    raise ValueError(f"mems[{i}] must have shape (B, M, D) = ({x.shape[0]}, M, {x.shape[2]}) for tokens "
+                                     f"{_checks.fmt(tokens.shape)}, got {_checks.fmt(m.shape)}")
         new_mems = []
         for i, layer in enumerate(self.layers):
             new_mems.append(x.detach())  # this layer's input, the next segment's memory (no gradient)
@@ -77,7 +85,11 @@ class SegmentRecurrentLM(nn.Module):
 
 def delayed_copy(n: int, length: int, delay: int, *, vocab_size: int = 16, seed: int = 0):
     """Random tokens; the target at position ``t >= delay`` is the token at ``t - delay``
-    (``-100`` before). Returns ``tokens`` and ``targets``, ``(n, length)`` long."""
+    (``-100`` before). Returns ``tokens`` and ``targets``, ``(n, length)`` long; ``delay >= 1``."""
+    _positive_int("n", n)
+    _positive_int("length", length)
+    _positive_int("delay", delay)
+    _positive_int("vocab_size", vocab_size)
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab_size, (n, length), generator=g)
     targets = torch.full_like(tokens, -100)

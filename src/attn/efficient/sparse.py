@@ -100,7 +100,8 @@ def banded_attention(
 
 def random_keys(L: int, S: int | None = None, *, num_random: int, seed: int = 0) -> torch.Tensor:
     """``num_random`` distinct random key indices for each of ``L`` queries, ``(L, num_random)`` long."""
-    S = L if S is None else S
+    _positive_int("L", L)
+    S = L if S is None else _positive_int("S", S)
     _positive_int("num_random", num_random)
     if num_random > S:
         raise ValueError(f"num_random ({num_random}) cannot exceed the number of keys S ({S})")

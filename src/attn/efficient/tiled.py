@@ -89,8 +89,9 @@ def tiled_attention(
     kt = k.reshape(-1, S, E).transpose(1, 2)  # (N, E, S)
     vf = v.reshape(-1, S, Ev)  # (N, S, Ev)
     N = qf.shape[0]
-    # In-place updates are faster but autograd needs every intermediate: pick per call.
-    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
+    # In-place updates are faster but autograd needs every intermediate: pick per call. An additive
+    # mask can carry a gradient too (a learned bias), so it counts like q, k and v.
+    grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (q, k, v, mask))
     out = qf.new_empty(N, L, Ev)
     tris: dict[tuple[int, int, int], torch.Tensor] = {}  # hidden parts of diagonal tiles, built once
     off = S - L if is_causal else 0  # bottom-right alignment: query i sees keys j <= i + off
@@ -129,6 +130,8 @@ def tiled_attention(
                 denom.mul_(corr).add_(p.sum(dim=-1, keepdim=True))
                 acc.mul_(corr).baddbmm_(p, vf[:, j0:j1])
             m = m_new
-        # A row that saw no key has denom = 0 and acc = 0: output zeros, not 0/0.
-        out[:, i0:i1] = acc / denom.clamp_min(torch.finfo(denom.dtype).tiny)
+        # A row that saw no key has denom = 0 and acc = 0: divide it by 1, giving zeros, not 0/0. (A
+        # row that saw a key has denom >= 1: its maximum contributes exp(0).) Dividing by a tiny
+        # number instead would send a gradient of 1/tiny back, which overflows: inf * 0 = NaN.
+        out[:, i0:i1] = acc / denom.masked_fill(denom == 0, 1.0)
     return out.reshape(*batch, L, Ev).to(dtype)
