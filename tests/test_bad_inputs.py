@@ -99,6 +99,12 @@ CASES = {
         lambda: _mha(torch.randn(2, 3, 16, dtype=torch.float64)),
         TypeError, (r"query has dtype torch.float64 but the parameters of this MultiHeadAttention are "
                     r"torch.float32")),
+    "mha_empty_query": (
+        lambda: _mha(torch.randn(2, 0, 16)),
+        ValueError, r"query has an empty query length L dimension \(shape \(2, 0, 16\)\)"),
+    "mha_empty_memory": (
+        lambda: attn.MultiHeadAttention(16, 2)(torch.randn(2, 3, 16), torch.randn(2, 0, 16)),
+        ValueError, r"key has an empty source length S dimension \(shape \(2, 0, 16\)\)"),
     # viz
     "heatmaps_zero_maps": (
         lambda: viz.heatmaps(torch.zeros(0, 3, 3)),

@@ -27,7 +27,9 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 """
 
-from attn import blocks, data, diagnose, diagram, efficient, exercises, functional, masks, models, notebook, positional, train, variants, viz
+import importlib
+
+from attn import blocks, data, efficient, functional, masks, models, notebook, positional, train, variants
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import (
@@ -50,13 +52,21 @@ SHAPE_LEGEND: dict[str, str] = {
     "D": "model width, D = H * E (d_model)",
 }
 
-def __getattr__(name: str):
-    # The widgets pull in anywidget and ipywidgets: load them on first use, not on `import attn`.
-    if name == "widgets":
-        import importlib
+#: Modules loaded on first use (``attn.viz``, ``from attn import viz``), not by ``import attn``: the
+#: views pull in matplotlib (viz, diagram) or anywidget and ipywidgets (widgets), and the debugging
+#: tools and exercises are needed by a few chapters only. A test keeps ``import attn`` under 0.2 s
+#: on top of ``import torch``.
+_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "viz", "widgets")
 
-        return importlib.import_module("attn.widgets")
+
+def __getattr__(name: str):
+    if name in _ON_FIRST_USE:
+        return importlib.import_module(f"attn.{name}")  # the import also sets attn.<name>
     raise AttributeError(f"module 'attn' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ON_FIRST_USE))
 
 
 __all__ = [

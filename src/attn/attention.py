@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn import _checks, masks
-from attn.functional import scaled_dot_product_attention
+from attn.functional import attend, scaled_dot_product_attention
 
 __all__ = ["KVCache", "MultiHeadAttention", "SelfAttention", "record_attention"]
 
@@ -82,13 +82,13 @@ class KVCache:
             cap = self.capacity if first else max(2 * (n + new), 64)
             bufs = tuple(t.new_empty(*t.shape[:2], cap, t.shape[-1]) for t in (k, v))  # (B, H, cap, E)
             if n:  # moving to a larger buffer: one copy per doubling, not one per step
-                bufs[0][..., :n, :] = self.k
-                bufs[1][..., :n, :] = self.v
+                bufs[0].narrow(-2, 0, n).copy_(self.k)
+                bufs[1].narrow(-2, 0, n).copy_(self.v)
             self._buf = bufs
         kb, vb = self._buf
-        kb[..., n : n + new, :] = k  # write only the new rows
-        vb[..., n : n + new, :] = v
-        self.k, self.v = kb[..., : n + new, :], vb[..., : n + new, :]  # views (B, H, S + S_new, E)
+        kb.narrow(-2, n, new).copy_(k)  # write only the new rows
+        vb.narrow(-2, n, new).copy_(v)
+        self.k, self.v = kb.narrow(-2, 0, n + new), vb.narrow(-2, 0, n + new)  # views (B, H, S + S_new, E)
         return self.k, self.v
 
     def __repr__(self) -> str:
@@ -257,7 +257,8 @@ class MultiHeadAttention(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         reuse = cache is not None and cache.static and cache.k is not None
-        self._check_inputs(query, None if reuse else key, None if reuse else value)
+        # Self-attention: key and value are the query, checked once.
+        self._check_inputs(query, *((None, None) if reuse or self_attention else (key, value)))
         B, L, _ = query.shape
         past = len(cache) if cache is not None and not cache.static else 0
 
@@ -302,9 +303,10 @@ class MultiHeadAttention(nn.Module):
     def _attend(self, q, k, v, mask, is_causal: bool, need_weights: bool):
         """Scaled dot-product attention per head; weights only when asked for or recorded."""
         p = self.dropout if self.training else 0.0
+        # q, k, v come from our own projections of checked inputs: attend skips checking them again.
         if not (need_weights or self.record_weights):
-            return scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p), None
-        z, w = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p, return_weights=True)
+            return attend(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p), None
+        z, w = attend(q, k, v, mask=mask, is_causal=is_causal, dropout_p=p, return_weights=True)
         if self.record_weights:
             self.last_weights = w.detach()
         return z, (w if need_weights else None)
@@ -332,6 +334,7 @@ class MultiHeadAttention(nn.Module):
             if x.dim() != 3:
                 raise ValueError(f"{name} must have shape (B, N, D), got {_checks.fmt(x.shape)}")
             _checks.last_dim(name, x, self.d_model, "d_model")
+            _checks.non_empty(name, x, 1, "query length L" if name == "query" else "source length S")
         if key is not None and (key.shape[:2] != value.shape[:2] or key.shape[0] != query.shape[0]):
             raise ValueError(
                 f"query {_checks.fmt(query.shape)}, key {_checks.fmt(key.shape)} and value "

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from attn import _checks, masks
 
-__all__ = ["explicit_attention", "prepare_mask", "scaled_dot_product_attention"]
+__all__ = ["attend", "explicit_attention", "prepare_mask", "scaled_dot_product_attention"]
 
 
 def _validate(q, k, v) -> tuple[int, int, tuple[int, ...]]:
@@ -138,13 +138,40 @@ def scaled_dot_product_attention(
         TypeError: an input that is not a floating tensor, or a mask of the wrong dtype.
         ValueError: shapes that do not fit; the message names the argument and the shapes.
     """
-    L, S, batch = _validate(q, k, v)
+    _validate(q, k, v)
+    return attend(q, k, v, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
+                  return_weights=return_weights)
+
+
+def attend(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    mask: torch.Tensor | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    return_weights: bool = False,
+):
+    """:func:`scaled_dot_product_attention` without the checks of ``q``, ``k`` and ``v``.
+
+    For callers that made ``q`` ``(..., L, E)``, ``k`` ``(..., S, E)`` and ``v`` ``(..., S, Ev)``
+    themselves, such as :class:`attn.MultiHeadAttention`, which checks its own inputs: the same
+    computation, arguments and results, minus a few microseconds per call. ``mask`` and
+    ``dropout_p`` are still checked.
+    """
     if not 0.0 <= dropout_p < 1.0:
         raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
+    L, S = q.shape[-2], k.shape[-2]
+    if is_causal and L == 1:
+        # One query at the last position (a decoding step): the bottom-right triangle blocks nothing.
+        is_causal = False
     if not return_weights and mask is None and (not is_causal or L == S):
         # PyTorch's fused kernels (flash / memory-efficient / math) give the same result without
         # materialising the weights, and with is_causal they skip the blocked half of the work.
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
+    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = prepare_mask(mask, is_causal, L, S, batch, q.dtype, q.device)
     if mask is not None and torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) != batch:
         # v holds part of the batch that q and k lack: PyTorch's kernels add the mask in place to

@@ -95,13 +95,14 @@ class TokenModel(nn.Module):
         if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
             raise TypeError(f"tokens must be integer token ids, got dtype {tokens.dtype}")
         V = self.embed.num_embeddings
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= V):
-            raise ValueError(
-                f"tokens must lie in [0, vocab_size={V}), got ids from {int(tokens.min())} to {int(tokens.max())}"
-            )
+        if tokens.numel():
+            low, high = (int(t) for t in torch.aminmax(tokens))  # one pass for both ends
+            if low < 0 or high >= V:
+                raise ValueError(f"tokens must lie in [0, vocab_size={V}), got ids from {low} to {high}")
 
-    def new_caches(self) -> list[KVCache]:
-        return [KVCache() for _ in self.layers]
+    def new_caches(self, capacity: int | None = None) -> list[KVCache]:
+        """One empty :class:`KVCache` per layer; ``capacity``: the rows to allocate at once."""
+        return [KVCache(capacity=capacity) for _ in self.layers]
 
     @torch.no_grad()
     def generate(self, prompt: torch.Tensor, n_new: int, *, use_cache: bool = True) -> torch.Tensor:
@@ -115,7 +116,7 @@ class TokenModel(nn.Module):
             raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds max_len {self.max_len}")
         out = prompt
         if use_cache:
-            caches = self.new_caches()
+            caches = self.new_caches(capacity=prompt.shape[1] + n_new)  # allocated once, never grown
             logits = self(prompt, caches=caches)
             for _ in range(n_new):
                 nxt = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)

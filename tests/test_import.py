@@ -1,0 +1,56 @@
+"""`import attn` is cheap: the views (matplotlib, widgets), diagnose and exercises load on first use."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+#: What `import attn` may add to an `import torch` already done, in seconds of CPU time.
+BUDGET_S = 0.2
+
+
+def _run(code: str) -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_import_attn_adds_at_most_0_2_s_to_a_warm_import_torch():
+    # CPU time of the process, not wall time: a loaded machine delays the import but does not make
+    # it use more CPU. The best of three runs, after one that warms the file cache.
+    code = """
+import json, time
+import torch
+wall, cpu = time.perf_counter(), time.process_time()
+import attn
+print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu]))
+"""
+    runs = [json.loads(_run(code)) for _ in range(4)][1:]
+    cpu = min(r[1] for r in runs)
+    assert cpu < BUDGET_S, f"import attn took {cpu:.3f} s of CPU on top of import torch (wall: {runs})"
+
+
+def test_import_attn_loads_no_matplotlib_and_the_views_load_on_first_use():
+    code = """
+import sys
+import attn
+print(sorted(m for m in ("matplotlib", "attn.viz", "attn.diagram", "attn.diagnose", "attn.exercises",
+                         "attn.widgets", "anywidget") if m in sys.modules))
+print(all(name in dir(attn) for name in ("viz", "diagram", "diagnose", "exercises", "widgets")))
+print(callable(attn.viz.heatmap), callable(attn.diagnose.check), callable(attn.exercises.check_attention))
+from attn import diagram
+print(diagram is attn.diagram, "matplotlib" in sys.modules)
+"""
+    lines = _run(code).splitlines()
+    assert lines[0] == "[]", f"import attn loaded {lines[0]}"
+    assert lines[1:] == ["True", "True True True", "True True"]
+
+
+def test_an_unknown_attribute_of_attn_is_an_attribute_error_naming_it():
+    import attn
+
+    with pytest.raises(AttributeError, match="'vizz'"):
+        attn.vizz  # noqa: B018
