@@ -73,6 +73,8 @@ CASES = {
     "scaled_dot_product_attention(return_weights)": lambda d, t: attn.scaled_dot_product_attention(
         *qkv(d, t, L=4), mask=torch.zeros(4, 6, dtype=t, device=d), is_causal=True, return_weights=True),
     "explicit_attention": lambda d, t: attn.functional.explicit_attention(*qkv(d, t)),
+    "attend": lambda d, t: attn.functional.attend(*qkv(d, t, L=4), is_causal=True),
+    "attend(return_weights)": lambda d, t: attn.functional.attend(*qkv(d, t), is_causal=True, return_weights=True),
     "prepare_mask": lambda d, t: attn.functional.prepare_mask(
         torch.zeros(6, dtype=torch.float32, device=d), True, 4, 6, (2, 2), t, d),
     # masks that take a device or work on given tensors
@@ -165,6 +167,7 @@ NOT_TENSOR_CODE = {
     "efficient.random_keys", "efficient.delayed_copy",  # seeded CPU data, documented as such
     "efficient.KINDS", "efficient.aten_ops", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
+    "efficient.sdpa_cases",  # the calls whose kernel the efficient chapter records (thunks, not a computation)
     "variants.comparison", "variants.comparison_markdown",
 }
 

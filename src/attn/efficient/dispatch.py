@@ -51,9 +51,9 @@ def sdpa_cases(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, C
     ``nn.MultiheadAttention`` case folds the heads into ``D = H * E``.
     """
     L, D = q.shape[-2], q.shape[-3] * q.shape[-1]
-    causal = torch.ones(L, L, dtype=torch.bool).tril()
+    causal = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
     x = q.transpose(1, 2).reshape(1, L, D)  # (1, L, D)
-    mha = torch.nn.MultiheadAttention(D, q.shape[-3], batch_first=True)
+    mha = torch.nn.MultiheadAttention(D, q.shape[-3], batch_first=True, device=q.device, dtype=q.dtype)
     return {
         "4-D q, k, v": lambda: F.scaled_dot_product_attention(q, k, v),
         "is_causal=True": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
