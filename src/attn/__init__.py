@@ -27,6 +27,7 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 """
 
+from attn import _versions  # noqa: F401  (first: stops with one clear message if torch, numpy, ... is missing or too old)
 from attn import blocks, data, diagnose, diagram, efficient, exercises, functional, masks, models, notebook, positional, train, variants, viz
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
