@@ -32,9 +32,12 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] in [(3, 11), (3, 12)], "Python 3.11 or 3.12 is required (the lock is made on 3.11), found " + sys.version.split()[0] + " (set PYTHON=...)"'
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+# uv (pinned in the lock) installs the lock: packages are unpacked once into its cache (~/.cache/uv)
+# and linked from there, from the indexes pip is configured with (scripts/uv_args.py).
+$(VENV)/.installed: requirements.txt pyproject.toml scripts/uv_args.py | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $$($(BIN)/python scripts/uv_args.py) -r requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json

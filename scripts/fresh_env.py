@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import nbval_runs  # noqa: E402
 import notebooks  # noqa: E402
 import reader  # noqa: E402
+from uv_args import pip_index_args  # noqa: E402
 
 BUILD_PACKAGES = ("myst_nb", "sphinx", "jupyter_book", "nbval")
 REQUIRE_CALL = re.compile(r"""require\(\s*["'](?P<name>[\w.]+)["'](?:[^)]*?pip\s*=\s*["'](?P<pip>[\w.\[\]-]+)["'])?""")
@@ -82,27 +83,6 @@ def copy_clone(dest: pathlib.Path) -> pathlib.Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     return dest
-
-
-def pip_index_args() -> list[str]:
-    """pip's package indexes, find-links folders and constraint files (its config files and PIP_*
-    variables), as uv options: the fresh environment installs from where `pip install` would."""
-    proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
-    values: dict[str, list[str]] = {}
-    for line in proc.stdout.splitlines():
-        key, _, value = line.partition("=")
-        name = key.rsplit(".", 1)[-1]
-        values.setdefault(name, []).extend(value.strip().strip("'\"").split())
-    args: list[str] = []
-    for name, flag in (("index-url", "--index-url"), ("extra-index-url", "--extra-index-url"),
-                       ("find-links", "--find-links"), ("constraint", "--constraint")):
-        for value in dict.fromkeys(values.get(name, [])):
-            args += [flag, value]
-    if any(flag in args for flag in ("--extra-index-url", "--find-links")):
-        # pip takes the best version from all indexes together; uv's default stops at the first
-        # index that has the package (a local folder with one old wheel would then win).
-        args += ["--index-strategy", "unsafe-best-match"]
-    return args
 
 
 def uv() -> str:

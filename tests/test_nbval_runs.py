@@ -1,10 +1,10 @@
-"""The helpers behind `make test-cpus` and `make test-newest` (scripts/nbval_runs.py, fresh_env.py)."""
+"""The helpers behind `make test-cpus`, `make test-newest` and the uv installs (scripts/nbval_runs.py, uv_args.py)."""
 
 import json
 
-import fresh_env  # scripts/fresh_env.py
 import nbval_runs  # scripts/nbval_runs.py
 import notebooks  # scripts/notebooks.py
+import uv_args  # scripts/uv_args.py
 
 
 def _nb(tmp_path, *sources, kind="code"):
@@ -44,9 +44,9 @@ def test_pip_index_settings_become_uv_options(monkeypatch):
     class Proc:
         stdout = ("global.extra-index-url='file:///a/simple file:///b/simple'\n:env:.find-links='/opt/wheels'\n"
                   "global.find-links='/opt/wheels'\nglobal.constraint='/etc/c.txt'\nglobal.cert='/x.pem'\n")
-    monkeypatch.setattr(fresh_env.subprocess, "run", lambda *a, **k: Proc)
-    assert fresh_env.pip_index_args() == [
+    monkeypatch.setattr(uv_args.subprocess, "run", lambda *a, **k: Proc)
+    assert uv_args.pip_index_args() == [
         "--extra-index-url", "file:///a/simple", "--extra-index-url", "file:///b/simple",
         "--find-links", "/opt/wheels", "--constraint", "/etc/c.txt", "--index-strategy", "unsafe-best-match"]
     Proc.stdout = ":env:.extra-index-url=''\n"
-    assert fresh_env.pip_index_args() == []
+    assert uv_args.pip_index_args() == []
