@@ -6,13 +6,21 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
+# Parallel tests (pytest-xdist): JOBS workers; each notebook, the site tests and the fresh
+# environment stay on one worker each (--dist loadfile; longest first: tests/conftest.py).
+JOBS   ?= auto
+XDIST  := -n $(JOBS) --dist loadfile --no-loadscope-reorder
+# Colab's Python for `make test-newest` (any 3.12 interpreter; pyenv's where the PATH has none)
+PYTHON_NEWEST ?= $(firstword $(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: help setup book test unit lint execute reader lab serve bench mutate clean
+.PHONY: help setup book test test-cpus test-newest unit lint execute reader lab serve bench mutate clean
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book     build the static site into _build/html (from the stored notebook outputs)"
-	@echo "make test     run the whole verification: pytest --nbval (package, notebooks, site, browser)"
+	@echo "make test     run the whole verification: pytest --nbval --fresh-env (package, notebooks, site, browser, fresh env)"
+	@echo "make test-cpus    every chapter with nbval under simulated other CPUs (AVX2, no SIMD, another thread count)"
+	@echo "make test-newest  every chapter with nbval in a fresh env: Python 3.12, the newest torch, numpy, transformers"
 	@echo "make unit     the quick loop (< 1 min): pytest -m 'not slow' (no notebooks, site or browser)"
 	@echo "make execute  re-execute the chapters after changing src/attn (NB=book/x.ipynb for one)"
 	@echo "make reader   rewrite the reader editions (reader/book/*.ipynb) from the stored outputs"
@@ -22,12 +30,15 @@ help:
 	@echo "make mutate   mutation testing of the core modules with mutmut (MODULES=functional masks ...; not in CI)"
 
 $(BIN)/python:
-	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0] + " (set PYTHON=...)"'
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] in [(3, 11), (3, 12)], "Python 3.11 or 3.12 is required (the lock is made on 3.11), found " + sys.version.split()[0] + " (set PYTHON=...)"'
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements.txt pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+# uv (pinned in the lock) installs the lock: packages are unpacked once into its cache (~/.cache/uv)
+# and linked from there, from the indexes pip is configured with (scripts/uv_args.py).
+$(VENV)/.installed: requirements.txt pyproject.toml scripts/uv_args.py | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $$($(BIN)/python scripts/uv_args.py) -r requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -45,11 +56,16 @@ book: setup
 	@echo "Built: open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT)"
 
 test: setup
-	$(BIN)/python -m pytest --nbval
-	$(BIN)/python -m pytest --fresh-env -m fresh_env tests/test_fresh_env.py
+	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST)
+
+test-cpus: setup
+	$(BIN)/python scripts/nbval_runs.py
+
+test-newest: setup
+	$(BIN)/python scripts/fresh_env.py --newest --nbval --python $(PYTHON_NEWEST)
 
 unit: setup
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest -m "not slow" $(XDIST)
 
 lint: setup
 	$(BIN)/ruff check .

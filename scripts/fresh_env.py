@@ -2,15 +2,24 @@
 
     python scripts/fresh_env.py [--keep DIR] [book/x.ipynb ...]
 
-1. Creates a new virtual environment in a temporary folder (no access to the project's .venv).
+    python scripts/fresh_env.py --python python3.12 --newest --nbval   # Colab's Python, newest releases
+
+1. Creates a new virtual environment in a temporary folder (no access to the project's .venv), with
+   `uv` (pinned in requirements.txt): packages are unpacked once into uv's cache (~/.cache/uv, or
+   UV_CACHE_DIR) and linked from there, so a second environment installs torch in seconds. The
+   package indexes are the ones pip is configured with (pip's own config and PIP_* variables).
 2. Installs what the Colab set-up cell installs: `attn` from a copy of this clone's files (not
    editable, no extras), plus `ipykernel` to run notebooks, plus the packages Colab already has
    that a chapter asks for with `attn.notebook.require(...)` (e.g. transformers). Versions come
-   from requirements.txt (as constraints), so the run is reproducible offline.
+   from requirements.txt (as constraints), so the run is reproducible offline; with --newest they
+   are the newest releases the indexes serve instead (--python picks the interpreter).
 3. Checks the installed package: not the source tree, carries the widgets' JS and CSS, and none
    of the book-build packages (myst_nb, sphinx, jupyter_book) is importable.
 4. Executes each chapter's reader edition (reader/book/*.ipynb: what Colab and Binder open) top
-   to bottom from a temporary folder, two at a time, and reports the time of each.
+   to bottom from a temporary folder, two at a time, and reports the time of each. With --nbval,
+   the run is `pytest --nbval` on the reader editions instead (pytest from the project, the kernel
+   from the fresh environment): every cell runs top to bottom and each stored output is compared;
+   each differing cell is listed.
 
 Exit status 0 when everything ran. `tests/test_fresh_env.py` runs this (marker `fresh_env`).
 """
@@ -31,8 +40,10 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import nbval_runs  # noqa: E402
 import notebooks  # noqa: E402
 import reader  # noqa: E402
+from uv_args import pip_index_args  # noqa: E402
 
 BUILD_PACKAGES = ("myst_nb", "sphinx", "jupyter_book", "nbval")
 REQUIRE_CALL = re.compile(r"""require\(\s*["'](?P<name>[\w.]+)["'](?:[^)]*?pip\s*=\s*["'](?P<pip>[\w.\[\]-]+)["'])?""")
@@ -74,15 +85,35 @@ def copy_clone(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
-def create(work: pathlib.Path, paths: list[pathlib.Path]) -> pathlib.Path:
+def uv() -> str:
+    exe = pathlib.Path(sys.executable).parent / "uv"
+    found = str(exe) if exe.exists() else shutil.which("uv")
+    if not found:
+        raise RuntimeError("uv is not installed: run `make setup` (it is pinned in requirements.txt)")
+    return found
+
+
+def create(work: pathlib.Path, paths: list[pathlib.Path], *, python: str | None = None,
+           newest: bool = False) -> pathlib.Path:
+    """A new environment in work/venv with attn from a copy of this clone: the lock's versions, or
+    with `newest` the newest releases the indexes serve. Returns its interpreter."""
     venv = work / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)])
+    base = python or getattr(sys, "_base_executable", sys.executable)
+    _run([uv(), "venv", "--quiet", "--python", base, str(venv)], env=clean_env())
     py = venv / "bin" / "python"
     clone = copy_clone(work / "clone")
     extras = chapter_requirements(paths)
-    _run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", str(ROOT / "requirements.txt"),
+    pins = ["--upgrade"] if newest else ["--constraint", str(ROOT / "requirements.txt")]
+    _run([uv(), "pip", "install", "--quiet", "--python", str(py), *pip_index_args(), *pins,
           str(clone), "ipykernel", *extras], env=clean_env(), cwd=work)
     return py
+
+
+def versions(py: pathlib.Path, names=("torch", "numpy", "transformers")) -> dict[str, str]:
+    """The installed versions of `names` (and Python's) in the environment of `py`."""
+    code = ("import importlib.metadata as m, json, platform; "
+            f"print(json.dumps({{'python': platform.python_version(), **{{n: m.version(n) for n in {list(names)!r}}}}}))")
+    return json.loads(_run([str(py), "-c", code], env=clean_env()).stdout.strip().splitlines()[-1])
 
 
 CHECK_INSTALL = r"""
@@ -113,7 +144,7 @@ def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
 def kernelspec(py: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
     home = work / "jupyter"
     spec = home / "kernels" / "attn-fresh"
-    spec.mkdir(parents=True)
+    spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "attn (fresh environment)", "language": "python",
@@ -121,17 +152,22 @@ def kernelspec(py: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
     return home
 
 
+def _editions(paths: list[pathlib.Path], rundir: pathlib.Path) -> list[str]:
+    rundir.mkdir(exist_ok=True)
+    names = []
+    for path in paths:
+        edition = reader.reader_path(path)
+        shutil.copy2(edition, rundir / edition.name)
+        names.append(edition.name)
+    return names
+
+
 def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, jobs: int = 2) -> dict[str, dict]:
     """Run each reader edition with the fresh kernel, `jobs` at a time; name -> {ok, seconds, log}."""
     home = kernelspec(py, work)
     runner = pathlib.Path(sys.executable).parent / "jupyter-execute"
     rundir = work / "run"
-    rundir.mkdir()
-    pending = []
-    for path in paths:
-        edition = reader.reader_path(path)
-        shutil.copy2(edition, rundir / edition.name)
-        pending.append(edition.name)
+    pending = _editions(paths, rundir)
     results: dict[str, dict] = {}
     running: list[tuple[str, subprocess.Popen, float, pathlib.Path]] = []
     env = clean_env(JUPYTER_PATH=str(home))
@@ -152,29 +188,57 @@ def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, job
     return results
 
 
+def nbval(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, jobs: int = 2) -> dict:
+    """`pytest --nbval` on the reader editions, pytest from the project and the kernel from the fresh
+    environment (`jobs` notebooks at a time): every cell runs top to bottom and each stored output is
+    compared. Returns {ok, seconds, cells: {"chapter.ipynb::Cell N": first lines of the difference}, log}."""
+    home = kernelspec(py, work)
+    rundir = work / "nbval"
+    names = _editions(paths, rundir)
+    env = clean_env(JUPYTER_PATH=str(home))
+    del env["MPLBACKEND"]  # the kernel's inline backend shows the figures, whose text/plain nbval compares
+    return nbval_runs.run(names, env=env, cwd=rundir, jobs=jobs, kernel="attn-fresh")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--keep", help="use this folder and keep it (default: a temporary folder)")
+    ap.add_argument("--python", help="the interpreter to base the environment on (default: this one's)")
+    ap.add_argument("--newest", action="store_true", help="the newest releases the indexes serve, not the lock")
+    ap.add_argument("--nbval", action="store_true", help="run pytest --nbval on the reader editions and list each differing cell")
+    ap.add_argument("--jobs", type=int, default=2, help="chapters at a time (default 2)")
     ap.add_argument("chapters", nargs="*")
     args = ap.parse_args(argv)
     paths = [ROOT / p for p in args.chapters] or notebooks.chapters()
     work = pathlib.Path(args.keep or tempfile.mkdtemp(prefix="attn-fresh-"))
     work.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    py = create(work, paths)
-    print(f"fresh environment ready in {time.perf_counter() - start:.0f} s")
+    py = create(work, paths, python=args.python, newest=args.newest)
+    print(f"fresh environment ready in {time.perf_counter() - start:.0f} s: "
+          + ", ".join(f"{k} {v}" for k, v in versions(py).items()), flush=True)
     info = check_install(py, work)
     for p in info["problems"]:
         print("PROBLEM:", p)
-    results = execute(paths, py, work)
-    for name, r in results.items():
-        print(f"{'ok  ' if r['ok'] else 'FAIL'} {name:36s} {r['seconds']:6.1f} s")
-        if not r["ok"]:
-            print(r["log"])
+    if args.nbval:
+        result = nbval(paths, py, work, jobs=args.jobs)
+        print(f"pytest --nbval on {len(paths)} reader editions: {'passed' if result['ok'] else 'FAILED'} "
+              f"in {result['seconds']:.0f} s, {len(result['cells'])} differing cell(s)")
+        for name, diff in result["cells"].items():
+            print(f"== {name}\n{diff}\n")
+        if not result["ok"] and not result["cells"]:
+            print(result["log"])
+        ok = result["ok"]
+    else:
+        results = execute(paths, py, work, jobs=args.jobs)
+        for name, r in results.items():
+            print(f"{'ok  ' if r['ok'] else 'FAIL'} {name:36s} {r['seconds']:6.1f} s")
+            if not r["ok"]:
+                print(r["log"])
+        ok = all(r["ok"] for r in results.values())
     print(f"total {time.perf_counter() - start:.0f} s")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    return 0 if not info["problems"] and all(r["ok"] for r in results.values()) else 1
+    return 0 if not info["problems"] and ok else 1
 
 
 if __name__ == "__main__":

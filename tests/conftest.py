@@ -17,13 +17,26 @@ def pytest_addoption(parser):
                      help="also run the chapters in a fresh environment with only attn installed (slow; make test does)")
 
 
+SITE_FIXTURES = {"built_site", "browser", "site_server", "watch"}
+
+
 def pytest_collection_modifyitems(config, items):
     """Markers from what a test needs: `site` (builds the book), `browser` (Chromium), `slow` (both,
     and every notebook collected by --nbval). `make unit` deselects `slow`. Tests marked
-    `fresh_env` run only with --fresh-env (make test runs them after pytest --nbval)."""
+    `fresh_env` run only with --fresh-env (make test passes it).
+
+    For parallel runs (`pytest -n 2 --dist loadfile --no-loadscope-reorder`, as `make test` does:
+    each file, so each notebook with its one kernel, stays on one worker) the files are ordered
+    longest first: the fresh environment, the files with site or browser tests, the notebooks by
+    number of cells, then the rest; so that no long file starts last while the other worker idles.
+    (pytest-xdist's `loadgroup` cannot be used: with pytest 9.2 its group suffix is lost.)"""
     fresh = config.getoption("--fresh-env")
-    skip = pytest.mark.skip(reason="needs --fresh-env (make test runs it after pytest --nbval)")
+    skip = pytest.mark.skip(reason="needs --fresh-env (make test passes it)")
+    cells: dict[str, int] = {}
     for item in items:
+        cells[str(item.path)] = cells.get(str(item.path), 0) + 1
+    rank: dict[str, tuple] = {}
+    for i, item in enumerate(items):
         needs = set(getattr(item, "fixturenames", ()))
         if "built_site" in needs:
             item.add_marker(pytest.mark.site)
@@ -33,6 +46,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if "fresh_env" in item.keywords and not fresh:
             item.add_marker(skip)
+        key = str(item.path)
+        if "fresh_env" in item.keywords:
+            order = (0, 0)
+        elif needs & SITE_FIXTURES:
+            order = (1, 0)
+        elif item.path.suffix == ".ipynb":
+            order = (2, -cells[key])
+        else:
+            order = (3, 0)
+        rank[key] = min(rank.get(key, (9, 0, i)), (*order, i))
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(str(item.path), i)
+    items.sort(key=lambda item: (*rank[str(item.path)][:2], first[str(item.path)]))
 
 
 @pytest.fixture(autouse=True)
@@ -47,29 +74,44 @@ def root() -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory) -> pathlib.Path:
-    """Build the book once per test session, warnings as errors, into a temporary folder."""
+    """Build the book once per test run, warnings as errors, into a temporary folder. With parallel
+    workers (pytest-xdist) the first worker that needs it builds it under a file lock into the
+    run's shared temporary folder, and the others wait for that build and use it."""
     import subprocess
     import time
 
+    from filelock import FileLock
+
     if not (ROOT / "_assets" / ".installed").exists():
         pytest.fail("_assets/ is missing: run `make setup` (or `make test`) to fetch the site's front-end files")
-    out = tmp_path_factory.mktemp("site")
-    jb = pathlib.Path(sys.executable).parent / "jupyter-book"
-    start = time.perf_counter()
-    proc = subprocess.run(
-        [str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)],
-        capture_output=True, text=True, timeout=600,
-    )
-    elapsed = time.perf_counter() - start
-    log = proc.stdout + proc.stderr
-    if proc.returncode != 0:
-        pytest.fail(f"jupyter-book build failed (exit {proc.returncode}) after {elapsed:.0f} s:\n{log[-6000:]}")
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # shared by the workers of this run
+    out = base / "site"
     html = out / "_build" / "html"
-    (html / ".build-log.txt").write_text(log)
+    failed = base / "site-build-failed.txt"
+    with FileLock(str(base / "site.lock")):
+        if failed.exists():
+            pytest.fail(failed.read_text())
+        if (html / ".build-log.txt").exists():
+            return html
+        jb = pathlib.Path(sys.executable).parent / "jupyter-book"
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)],
+            capture_output=True, text=True, timeout=600,
+        )
+        elapsed = time.perf_counter() - start
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            failed.write_text(f"jupyter-book build failed (exit {proc.returncode}) after {elapsed:.0f} s:\n{log[-6000:]}")
+            pytest.fail(failed.read_text())
+        (html / ".build-log.txt").write_text(log)
     return html
 
 
-CHROMIUM = "/usr/bin/chromium"
+# Debian's Chromium; elsewhere (macOS, the CI matrix) ATTN_CHROMIUM names another Chromium build.
+CHROMIUM = os.environ.get("ATTN_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
     "--disable-background-networking", "--disable-component-update",

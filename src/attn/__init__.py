@@ -27,6 +27,7 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 """
 
+from attn import _versions  # noqa: F401  (first: stops with one clear message if torch, numpy, ... is missing or too old)
 import importlib
 
 from attn import blocks, data, efficient, functional, masks, models, notebook, positional, train, variants

@@ -1,0 +1,52 @@
+"""The helpers behind `make test-cpus`, `make test-newest` and the uv installs (scripts/nbval_runs.py, uv_args.py)."""
+
+import json
+
+import nbval_runs  # scripts/nbval_runs.py
+import notebooks  # scripts/notebooks.py
+import uv_args  # scripts/uv_args.py
+
+
+def _nb(tmp_path, *sources, kind="code"):
+    path = tmp_path / "x.ipynb"
+    path.write_text(json.dumps({"cells": [{"cell_type": kind, "source": s} for s in sources]}))
+    return path
+
+
+def test_a_chapter_owns_its_thread_count_only_with_a_code_cell_that_sets_it(tmp_path):
+    assert nbval_runs.own_threads(_nb(tmp_path, "import torch\n", "torch.set_num_threads(1)  # steady\n"))
+    assert not nbval_runs.own_threads(_nb(tmp_path, "import torch\n"))
+    assert not nbval_runs.own_threads(_nb(tmp_path, "Try `torch.set_num_threads(2)`.", kind="markdown"))
+    assert not nbval_runs.own_threads(_nb(tmp_path, "# torch.set_num_threads(1)\n"))
+
+
+def test_the_configurations_are_avx2_no_simd_and_another_thread_count_for_the_chapters_that_need_it():
+    chapters = notebooks.chapters()
+    configs = {name: (env, paths) for name, env, paths in nbval_runs.configurations(chapters, native=False)}
+    avx2, no_simd = configs["avx2"][0], configs["default"][0]
+    assert (avx2["ATEN_CPU_CAPABILITY"], avx2["MKL_ENABLE_INSTRUCTIONS"], avx2["DNNL_MAX_CPU_ISA"]) == ("avx2", "AVX2", "AVX2")
+    assert no_simd["ATEN_CPU_CAPABILITY"] == "default" and "MKL_ENABLE_INSTRUCTIONS" not in no_simd
+    assert configs["avx2"][1] == configs["default"][1] == chapters
+    assert "MPLBACKEND" not in avx2  # the inline backend shows figures, whose text/plain nbval compares
+    (threads,) = [name for name in configs if name.startswith("threads=")]
+    assert configs[threads][1] == [p for p in chapters if not nbval_runs.own_threads(p)]
+    assert configs[threads][0]["OMP_NUM_THREADS"] == threads.split("=")[1]
+    assert "native" not in configs  # make test runs it
+
+
+def test_the_difference_keeps_the_reason_and_drops_the_cell_source_and_colours():
+    report = ("\x1b[91mNotebook cell execution failed\x1b[0m\n\x1b[94mCell 5: Cell outputs differ\nInput:\n"
+              "\x1b[0mprint(x)\n\x1b[94mTraceback:\x1b[0m\n mismatch 'stdout'\n  - 5.9\n  + 6.0\n")
+    assert nbval_runs.difference(report) == " mismatch 'stdout'\n  - 5.9\n  + 6.0"
+
+
+def test_pip_index_settings_become_uv_options(monkeypatch):
+    class Proc:
+        stdout = ("global.extra-index-url='file:///a/simple file:///b/simple'\n:env:.find-links='/opt/wheels'\n"
+                  "global.find-links='/opt/wheels'\nglobal.constraint='/etc/c.txt'\nglobal.cert='/x.pem'\n")
+    monkeypatch.setattr(uv_args.subprocess, "run", lambda *a, **k: Proc)
+    assert uv_args.pip_index_args() == [
+        "--extra-index-url", "file:///a/simple", "--extra-index-url", "file:///b/simple",
+        "--find-links", "/opt/wheels", "--constraint", "/etc/c.txt", "--index-strategy", "unsafe-best-match"]
+    Proc.stdout = ":env:.extra-index-url=''\n"
+    assert uv_args.pip_index_args() == []
