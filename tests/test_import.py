@@ -54,3 +54,13 @@ def test_an_unknown_attribute_of_attn_is_an_attribute_error_naming_it():
 
     with pytest.raises(AttributeError, match="'vizz'"):
         attn.vizz  # noqa: B018
+
+
+def test_measure_times_a_statement_with_torch_benchmark():
+    import attn.measure
+
+    slow = attn.measure.seconds("sum(range(n))", n=200_000, min_run_time=0.05)
+    fast = attn.measure.seconds("sum(range(n))", n=2_000, min_run_time=0.05)
+    assert 0 < fast < slow  # 100x the work: clearly slower, whatever the load
+    with pytest.raises(ValueError, match="stmt must be"):
+        attn.measure.seconds("")

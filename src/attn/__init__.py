@@ -27,8 +27,9 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 """
 
-from attn import _versions  # noqa: F401  (first: stops with one clear message if torch, numpy, ... is missing or too old)
 import importlib
+
+from attn import _versions  # noqa: F401, I001  (first: one clear message if torch, numpy, ... is missing or too old)
 
 from attn import blocks, data, efficient, functional, masks, models, notebook, positional, train, variants
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
@@ -57,7 +58,7 @@ SHAPE_LEGEND: dict[str, str] = {
 #: views pull in matplotlib (viz, diagram) or anywidget and ipywidgets (widgets), and the debugging
 #: tools and exercises are needed by a few chapters only. A test keeps ``import attn`` under 0.2 s
 #: on top of ``import torch``.
-_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "viz", "widgets")
+_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "measure", "viz", "widgets")
 
 
 def __getattr__(name: str):
@@ -92,6 +93,7 @@ __all__ = [
     "variants",
     "functional",
     "masks",
+    "measure",
     "positional",
     "record_attention",
     "scaled_dot_product_attention",
