@@ -36,6 +36,7 @@ import notebooks  # noqa: E402
 
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
 NO_SIMD = {"ATEN_CPU_CAPABILITY": "default"}
+SANITIZE = pathlib.Path("tests") / "nbval_sanitize.cfg"  # the same as pyproject.toml's addopts
 SETS_THREADS = re.compile(r"^\s*torch\.set_num_threads\(", re.M)
 
 
@@ -46,8 +47,10 @@ def run(paths: list[pathlib.Path | str], *, env: dict[str, str], cwd: pathlib.Pa
     "chapter.ipynb::Cell N" to the first lines of its difference or error."""
     with tempfile.TemporaryDirectory() as tmp:
         report = pathlib.Path(tmp) / "nbval.xml"
+        # addopts are the project's (--nbval-current-env); the sanitizers for measured times are kept
+        sanitize = cwd / SANITIZE if (cwd / SANITIZE).exists() else ROOT / SANITIZE
         cmd = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider", "--nbval",
-               f"--junitxml={report}", "--rootdir", str(cwd), *map(str, paths)]
+               f"--nbval-sanitize-with={sanitize}", f"--junitxml={report}", "--rootdir", str(cwd), *map(str, paths)]
         cmd += ["--nbval-kernel-name", kernel] if kernel else ["--nbval-current-env"]
         if jobs > 1:
             cmd += ["-n", str(jobs), "--dist", "loadfile"]

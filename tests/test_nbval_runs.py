@@ -50,3 +50,12 @@ def test_pip_index_settings_become_uv_options(monkeypatch):
         "--find-links", "/opt/wheels", "--constraint", "/etc/c.txt", "--index-strategy", "unsafe-best-match"]
     Proc.stdout = ":env:.extra-index-url=''\n"
     assert uv_args.pip_index_args() == []
+
+
+def test_runs_outside_make_test_use_the_sanitizers_of_make_test(root):
+    """test-cpus and test-newest replace pytest's addopts; they must keep the same sanitize file."""
+    import tomllib
+
+    addopts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
+    assert f"--nbval-sanitize-with {nbval_runs.SANITIZE.as_posix()}" in addopts
+    assert (root / nbval_runs.SANITIZE).is_file()
