@@ -110,9 +110,11 @@ def create(work: pathlib.Path, paths: list[pathlib.Path], *, python: str | None 
 
 
 def versions(py: pathlib.Path, names=("torch", "numpy", "transformers")) -> dict[str, str]:
-    """The installed versions of `names` (and Python's) in the environment of `py`."""
-    code = ("import importlib.metadata as m, json, platform; "
-            f"print(json.dumps({{'python': platform.python_version(), **{{n: m.version(n) for n in {list(names)!r}}}}}))")
+    """The installed versions of `names` (and Python's) in the environment of `py` ("absent" where a
+    chapter run did not need to install it)."""
+    code = ("import importlib.metadata as m, importlib.util as u, json, platform; "
+            "v = lambda n: m.version(n) if u.find_spec(n) else 'absent'; "
+            f"print(json.dumps({{'python': platform.python_version(), **{{n: v(n) for n in {list(names)!r}}}}}))")
     return json.loads(_run([str(py), "-c", code], env=clean_env()).stdout.strip().splitlines()[-1])
 
 

@@ -64,3 +64,15 @@ def test_measure_times_a_statement_with_torch_benchmark():
     assert 0 < fast < slow  # 100x the work: clearly slower, whatever the load
     with pytest.raises(ValueError, match="stmt must be"):
         attn.measure.seconds("")
+
+
+def test_peak_memory_growth_sees_a_large_allocation_and_not_a_small_one():
+    import attn.measure
+
+    if not attn.measure.can_measure_memory():
+        pytest.skip("needs Linux (/proc and fork)")
+    import torch
+
+    big = attn.measure.peak_memory_growth(lambda: torch.ones(64 * 2**20 // 4).add_(1))  # 64 MiB
+    small = attn.measure.peak_memory_growth(lambda: torch.ones(16).add_(1))
+    assert 56 < big < 200 and small < 16, (big, small)

@@ -1,4 +1,5 @@
-"""Measuring the machine: how long a statement takes, by ``torch.utils.benchmark``.
+"""Measuring the machine: how long a statement takes (``torch.utils.benchmark``), and how far a
+computation raises the process's peak memory (the operating system's high-water mark).
 
 Times depend on the machine, its load and its thread count: a chapter shows them in a table marked
 "measured on the build machine", written with their unit (``f"{t * 1e3:.1f} ms"``), and asserts
@@ -8,8 +9,11 @@ only a large effect (README, "Writing a chapter").
 from __future__ import annotations
 
 import logging
+import os
+import warnings
+from collections.abc import Callable
 
-__all__ = ["seconds"]
+__all__ = ["can_measure_memory", "peak_memory_growth", "seconds"]
 
 
 def _timer():
@@ -38,3 +42,45 @@ def seconds(stmt: str, *, min_run_time: float = 0.2, **names) -> float:
     if not min_run_time > 0:
         raise ValueError(f"min_run_time must be positive, got {min_run_time!r}")
     return _timer()(stmt, globals=names).blocked_autorange(min_run_time=min_run_time).median
+
+
+def can_measure_memory() -> bool:
+    """Whether :func:`peak_memory_growth` works here (Linux: ``/proc`` and ``fork``)."""
+    return os.path.exists("/proc/self/statm") and hasattr(os, "fork")
+
+
+def peak_memory_growth(run: Callable[[], object]) -> float:
+    """How far the peak resident memory rises while ``run()`` executes, in MiB.
+
+    PyTorch reports the CPU's memory only through its profiler, and ``tracemalloc`` does not see
+    its allocations, so this asks the operating system: a forked child, whose high-water mark of
+    resident memory starts at its current size, runs ``run()`` once and reports how far the mark
+    rose (``resource.getrusage``). The figure includes a few MiB of the child's first touches of
+    memory. Linux only (see :func:`can_measure_memory`).
+    """
+    import resource
+
+    if not can_measure_memory():
+        raise RuntimeError("peak_memory_growth needs Linux (/proc and fork)")
+    read, write = os.pipe()
+    with warnings.catch_warnings():
+        # Python 3.12 warns that fork() in a threaded process may deadlock the child; the child here
+        # runs only run() and exits, and the warning is not a result of the measurement.
+        warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # the child: its peak starts at its current size
+        try:
+            with open("/proc/self/statm") as f:
+                before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+            run()
+            peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+            os.write(write, repr(peak - before).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 64)
+    os.close(read)
+    os.waitpid(pid, 0)
+    if not answer:
+        raise RuntimeError("the measuring child process failed before it reported")
+    return float(answer)
