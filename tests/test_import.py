@@ -73,6 +73,14 @@ def test_peak_memory_growth_sees_a_large_allocation_and_not_a_small_one():
         pytest.skip("needs Linux (/proc and fork)")
     import torch
 
-    big = attn.measure.peak_memory_growth(lambda: torch.ones(64 * 2**20 // 4).add_(1))  # 64 MiB
-    small = attn.measure.peak_memory_growth(lambda: torch.ones(16).add_(1))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        torch.ones(2**22).add_(1).sum()  # the parent's OpenMP pool is busy first: the child must not hang
+        big = attn.measure.peak_memory_growth(lambda: torch.ones(64 * 2**20 // 4).add_(1), timeout=120)  # 64 MiB
+        small = attn.measure.peak_memory_growth(lambda: torch.ones(16).add_(1), timeout=120)
+    finally:
+        torch.set_num_threads(threads)
     assert 56 < big < 200 and small < 16, (big, small)
+    with pytest.raises(RuntimeError, match="did not report within"):
+        attn.measure.peak_memory_growth(lambda: __import__("time").sleep(30), timeout=1)

@@ -49,16 +49,25 @@ def can_measure_memory() -> bool:
     return os.path.exists("/proc/self/statm") and hasattr(os, "fork")
 
 
-def peak_memory_growth(run: Callable[[], object]) -> float:
+def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> float:
     """How far the peak resident memory rises while ``run()`` executes, in MiB.
 
     PyTorch reports the CPU's memory only through its profiler, and ``tracemalloc`` does not see
     its allocations, so this asks the operating system: a forked child, whose high-water mark of
     resident memory starts at its current size, runs ``run()`` once and reports how far the mark
     rose (``resource.getrusage``). The figure includes a few MiB of the child's first touches of
-    memory. Linux only (see :func:`can_measure_memory`).
+    memory. The child computes on one thread: OpenMP's thread pool does not survive ``fork``, and a
+    child that used it would hang. Linux only (see :func:`can_measure_memory`).
+
+    Raises:
+        RuntimeError: without ``/proc`` and ``fork``, or if the child fails or does not report
+            within ``timeout`` seconds (it is then killed).
     """
     import resource
+    import select
+    import signal
+
+    import torch
 
     if not can_measure_memory():
         raise RuntimeError("peak_memory_growth needs Linux (/proc and fork)")
@@ -70,6 +79,7 @@ def peak_memory_growth(run: Callable[[], object]) -> float:
         pid = os.fork()
     if pid == 0:  # the child: its peak starts at its current size
         try:
+            torch.set_num_threads(1)
             with open("/proc/self/statm") as f:
                 before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
             run()
@@ -78,9 +88,12 @@ def peak_memory_growth(run: Callable[[], object]) -> float:
         finally:
             os._exit(0)
     os.close(write)
-    answer = os.read(read, 64)
+    ready, _, _ = select.select([read], [], [], timeout)
+    answer = os.read(read, 64) if ready else b""
     os.close(read)
+    if not ready:
+        os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     if not answer:
-        raise RuntimeError("the measuring child process failed before it reported")
+        raise RuntimeError(f"the measuring child process failed or did not report within {timeout:g} s")
     return float(answer)
