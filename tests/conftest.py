@@ -11,9 +11,6 @@ sys.path.insert(0, str(ROOT / "scripts"))
 # as they were when the stored outputs were made.
 os.environ.setdefault("ATTN_QUIET", "1")
 
-import fresh_env  # noqa: E402  scripts/fresh_env.py
-import notebooks  # noqa: E402  scripts/notebooks.py
-
 
 def pytest_addoption(parser):
     parser.addoption("--fresh-env", action="store_true",
@@ -34,6 +31,9 @@ def pytest_configure(config):
     if config.getoption("--fresh-env") and FRESH_ENV not in os.environ:
         import tempfile
 
+        import fresh_env  # scripts/fresh_env.py
+        import notebooks  # scripts/notebooks.py
+
         work = pathlib.Path(tempfile.mkdtemp(prefix="attn-fresh-"))
         config._attn_fresh_work = work
         py = fresh_env.create(work, notebooks.chapters())
@@ -41,6 +41,8 @@ def pytest_configure(config):
         os.environ[FRESH_ENV] = str(work)
     if os.environ.get(FRESH_ENV) and config.pluginmanager.hasplugin("nbval") and config.getoption("--nbval", False):
         config.option.nbval_current_env = False
+        import fresh_env  # scripts/fresh_env.py
+
         config.option.nbval_kernel_name = fresh_env.KERNEL_NAME
 
 
