@@ -160,7 +160,7 @@ NOT_ON_META = {
 NOT_TENSOR_CODE = {
     # mask builders without a device argument: they return CPU masks by contract (move them with .to)
     "masks.padding", "masks.cross_padding", "masks.sliding_window", "masks.dilated", "masks.local_global",
-    "masks.bigbird", "masks.prefix_lm", "masks.seeded_uniform",
+    "masks.bigbird", "masks.prefix_lm", "masks.seeded_uniform", "masks.random_keys",
     # tables and helpers computed once on the CPU, then registered as buffers that follow .to()
     "positional.sinusoidal_table", "positional.t5_bucket", "positional.alibi_slopes", "positional.ENCODINGS",
     "attention.record_attention",  # a context manager that records weights (covered by the modules it wraps)

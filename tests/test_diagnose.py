@@ -229,6 +229,8 @@ def test_num_heads_not_dividing_d_model_fails_the_shape_contract():
 def test_bad_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="d_model must be a positive integer"):
         diagnose.check(attn.MultiHeadAttention(D, H), d_model=0)
+    with pytest.raises(ValueError, match="^d_model must be a positive integer, got True$"):
+        diagnose.check(attn.MultiHeadAttention(D, H), d_model=True)  # a bool is not a width
     with pytest.raises(TypeError, match="f must be callable"):
         diagnose.check(3, d_model=D)
 

@@ -123,7 +123,7 @@ def test_cross_padding_is_per_query_source_padding():
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
 def test_sizes_must_be_positive_integers(bad):
-    with pytest.raises(ValueError, match="L must be an integer >= 1"):
+    with pytest.raises(ValueError, match="L must be a positive integer"):
         masks.causal(bad)
 
 
@@ -215,16 +215,17 @@ META = torch.device("meta")
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda: masks.causal(3, 0), "S must be an integer >= 1, got 0"),
-    (lambda: masks.padding([1], 0), "S must be an integer >= 1, got 0"),
-    (lambda: masks.padding([1], 2, L=0), "L must be an integer >= 1, got 0"),
+    (lambda: masks.causal(3, 0), "S must be a positive integer, got 0"),
+    (lambda: masks.padding([1], 0), "S must be a positive integer, got 0"),
+    (lambda: masks.padding([1], 2, L=0), "L must be a positive integer, got 0"),
     (lambda: masks.padding([], 2), "lengths is empty: need one length per sequence in the batch"),
-    (lambda: masks.sliding_window(4, window=0), "window must be an integer >= 1, got 0"),
-    (lambda: masks.dilated(4, window=0, dilation=1), "window must be an integer >= 1, got 0"),
-    (lambda: masks.dilated(4, window=2, dilation=0), "dilation must be an integer >= 1, got 0"),
+    (lambda: masks.sliding_window(4, window=0), "window must be a positive integer, got 0"),
+    (lambda: masks.dilated(4, window=0, dilation=1), "window must be a positive integer, got 0"),
+    (lambda: masks.dilated(4, window=2, dilation=0), "dilation must be a positive integer, got 0"),
     (lambda: masks.local_global(4, window=1, global_tokens=(4,)), r"global token index 4 is outside \[0, 4\)"),
-    (lambda: masks.bigbird(4, window=1, num_random=-1), "num_random must be an integer >= 0, got -1"),
-    (lambda: masks.bigbird(4, window=1, num_random=1.5), "num_random must be an integer >= 0, got 1.5"),
+    (lambda: masks.bigbird(4, window=1, num_random=-1), "num_random must be a non-negative integer, got -1"),
+    (lambda: masks.bigbird(4, window=1, num_random=1.5), "num_random must be a non-negative integer, got 1.5"),
+    (lambda: masks.bigbird(4, window=1, num_random=True), "num_random must be a non-negative integer, got True"),
     (lambda: masks.prefix_lm(4, 5), r"prefix must lie in \[0, L=4\], got 5"),
     (lambda: masks.combine(masks.causal(3, 4), masks.causal(2, 4)),
      r"combine\(\) got masks of shapes \(3, 4\) and \(2, 4\), which do not broadcast \(argument 1 against the ones "
@@ -346,3 +347,17 @@ def test_masked_softmax_adds_a_half_bias_in_float32(dtype):
     assert w.dtype == dtype
     ref = torch.softmax(torch.tensor([[0.25, 0.0]], dtype=torch.float64), -1).to(dtype)
     assert torch.equal(w, ref) and w[0, 0] > w[0, 1]
+
+
+@pytest.mark.parametrize("L,S,r,seed", [(16, None, 3, 7), (6, 9, 3, 5), (40, None, 2, 0), (5, 3, 3, 11)])
+def test_one_bigbird_generator_gives_both_paths_the_same_pattern(L, S, r, seed):
+    """masks.bigbird (the mask) and attn.efficient's random keys (for bigbird_attention) draw the
+    same keys for one seed."""
+    import attn.efficient as ef
+
+    keys = ef.random_keys(L, S, num_random=r, seed=seed)  # (L, r)
+    assert keys.shape == (L, r) and keys.dtype == torch.long
+    assert all(len(set(row)) == r for row in keys.tolist())  # distinct keys in every row
+    mask = masks.local_global(L, S, window=1, global_tokens=())
+    mask[torch.arange(L).unsqueeze(1), keys] = True
+    assert torch.equal(mask, masks.bigbird(L, S, window=1, global_tokens=(), num_random=r, seed=seed))

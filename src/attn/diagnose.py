@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from attn import masks
+from attn import _checks, masks
 from attn.attention import MultiHeadAttention, SelfAttention
 from attn.blocks import EncoderLayer
 
@@ -191,10 +191,6 @@ class _ContractError(Exception):
     pass
 
 
-def _shape(t) -> str:
-    return "(" + ", ".join(str(int(s)) for s in t) + ")"
-
-
 def _call(fn, x: torch.Tensor, key_mask: torch.Tensor | None, seed: int) -> torch.Tensor:
     """Run ``fn`` with a fixed random state (same dropout draws) and check what comes back.
 
@@ -205,12 +201,12 @@ def _call(fn, x: torch.Tensor, key_mask: torch.Tensor | None, seed: int) -> torc
         try:
             out = fn(x, key_mask)
         except TypeError as e:
-            raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised TypeError: {e}") from None
+            raise _ContractError(f"calling f(x, key_mask) with x {_checks.fmt(x.shape)} raised TypeError: {e}") from None
     if not isinstance(out, torch.Tensor):
-        raise _ContractError(f"f(x, key_mask) returned {type(out).__name__}, expected a tensor {_shape(x.shape)}"
+        raise _ContractError(f"f(x, key_mask) returned {type(out).__name__}, expected a tensor {_checks.fmt(x.shape)}"
                              " (modules returning (output, weights) need an adapter)")
     if out.shape != x.shape:
-        raise _ContractError(f"x {_shape(x.shape)} gave output {_shape(out.shape)}, expected {_shape(x.shape)}")
+        raise _ContractError(f"x {_checks.fmt(x.shape)} gave output {_checks.fmt(out.shape)}, expected {_checks.fmt(x.shape)}")
     return out
 
 
@@ -298,14 +294,14 @@ def _sdpa_weights(q, k, v=None, attn_mask=None, dropout_p=0.0, is_causal=False, 
     q, k = q.detach().float(), k.detach().float()
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ k.transpose(-2, -1) * scale  # (..., L, S)
-    if is_causal:
-        s = s.masked_fill(~masks.causal(s.shape[-2], s.shape[-1]), float("-inf"))
+    # PyTorch's own is_causal, seen here from inside its call: the top-left triangle.
+    allowed = masks.causal(s.shape[-2], s.shape[-1], device=s.device) if is_causal else None
     if attn_mask is not None:
         # Only which keys are allowed: a float mask may carry a positional bias (ALiBi, T5) that
         # sharpens attention on purpose; the scaling check is about q . k alone.
-        allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask != float("-inf")
-        s = s.masked_fill(~allowed, float("-inf"))
-    return masks.masked_softmax(s)
+        keep = attn_mask if attn_mask.dtype == torch.bool else masks.from_additive(attn_mask.detach())
+        allowed = masks.combine(allowed, keep)
+    return masks.masked_softmax(s, allowed)
 
 
 def _normalised_entropy(weights: list[torch.Tensor]) -> float | None:
@@ -332,12 +328,12 @@ def _check_shape(fn, x, km, seed, d_model, num_heads) -> Finding:
             raise
         except Exception as e:  # noqa: BLE001 - a callable that cannot run the first probes breaks the contract
             msg = str(e).splitlines()[0][:200] if str(e) else ""
-            raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised {type(e).__name__}: {msg}") from None
+            raise _ContractError(f"calling f(x, key_mask) with x {_checks.fmt(x.shape)} raised {type(e).__name__}: {msg}") from None
     if num_heads is not None and d_model % num_heads != 0:
         return Finding("shape contract", False, f"d_model = {d_model} is not divisible by num_heads = {num_heads}",
                        "each head needs d_model / num_heads dimensions; rounding it down drops dimensions silently",
                        "choose num_heads dividing d_model, or raise an error in the constructor")
-    return Finding("shape contract", True, f"x {_shape(x.shape)} -> {_shape(x.shape)}, with and without key_mask",
+    return Finding("shape contract", True, f"x {_checks.fmt(x.shape)} -> {_checks.fmt(x.shape)}, with and without key_mask",
                    "f(x, key_mask) returns one (B, L, D) tensor")
 
 
@@ -549,8 +545,7 @@ def check(
     Shape:
         ``x``: ``(B, L, D)``; ``key_mask``: ``(B, S)`` with ``S = L``, ``True`` = real token.
     """
-    if not isinstance(d_model, int) or d_model < 1:
-        raise ValueError(f"d_model must be a positive integer, got {d_model!r}")
+    _checks.positive_int("d_model", d_model)
     if length < 4 or batch < 2:
         raise ValueError(f"need length >= 4 and batch >= 2 for the probes, got length={length}, batch={batch}")
     fn = adapt(f, causal=causal)

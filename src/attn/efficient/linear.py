@@ -23,8 +23,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn import _checks
-from attn.efficient.tiled import _positive_int
-from attn.functional import _validate
 
 __all__ = ["LinformerProjection", "elu_feature_map", "linear_attention", "linear_attention_recurrent",
            "linformer_attention"]
@@ -52,7 +50,7 @@ def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causa
     Returns:
         ``(..., L, Ev)``.
     """
-    L, S, _ = _validate(q, k, v)
+    L, S, _ = _checks.qkv(q, k, v)
     fq, fk = elu_feature_map(q), elu_feature_map(k)  # (..., L, E), (..., S, E)
     if not causal:
         kv = fk.transpose(-2, -1) @ v  # (..., E, Ev): Σ_j φ(k_j) v_jᵀ
@@ -60,7 +58,7 @@ def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causa
         return (fq @ kv) / ((fq * z).sum(dim=-1, keepdim=True) + eps)  # (..., L, Ev)
     if L != S:
         raise ValueError(f"causal linear attention needs L == S, got q {_checks.fmt(q.shape)} and k {_checks.fmt(k.shape)}")
-    c = _positive_int("chunk_size", chunk_size)
+    c = _checks.positive_int("chunk_size", chunk_size)
     state = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], v.shape[-1])  # (..., E, Ev)
     zsum = fk.new_zeros(*fk.shape[:-2], 1, fk.shape[-1])  # (..., 1, E)
     tri = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
@@ -83,7 +81,7 @@ def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 
     Shape: ``q``, ``k`` ``(..., L, E)``, ``v`` ``(..., L, Ev)``; output ``(..., L, Ev)``.
     """
-    L, S, _ = _validate(q, k, v)
+    L, S, _ = _checks.qkv(q, k, v)
     if L != S:
         raise ValueError(f"linear_attention_recurrent is causal self-attention and needs L == S, got q "
                          f"{_checks.fmt(q.shape)} and k {_checks.fmt(k.shape)}")
@@ -111,7 +109,7 @@ def linformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, proj_
     Returns:
         ``(..., L, Ev)``.
     """
-    _, S, _ = _validate(q, k, v)
+    _, S, _ = _checks.qkv(q, k, v)
     proj_v = proj_k if proj_v is None else proj_v
     for name, p in (("proj_k", proj_k), ("proj_v", proj_v)):
         _checks.tensor(name, p, min_dim=2)
@@ -138,8 +136,8 @@ class LinformerProjection(nn.Module):
     def __init__(self, seq_len: int, rank: int, *, learned: bool = True, shared: bool = True,
                  init: str = "gaussian", seed: int = 0):
         super().__init__()
-        _positive_int("seq_len", seq_len)
-        _positive_int("rank", rank)
+        _checks.positive_int("seq_len", seq_len)
+        _checks.positive_int("rank", rank)
         if rank > seq_len:
             raise ValueError(f"rank ({rank}) must not exceed the sequence length seq_len ({seq_len})")
         if init not in ("gaussian", "pool"):

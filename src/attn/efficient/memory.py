@@ -18,7 +18,6 @@ from torch.utils.checkpoint import checkpoint
 
 from attn import _checks
 from attn.attention import KVCache
-from attn.efficient.tiled import _positive_int
 
 __all__ = ["GroupedQueryAttention", "checkpointed", "kv_cache_bytes", "saved_activation_bytes"]
 
@@ -42,9 +41,9 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, *, bias: bool = True):
         super().__init__()
-        _positive_int("d_model", d_model)
-        _positive_int("num_heads", num_heads)
-        _positive_int("num_kv_heads", num_kv_heads)
+        _checks.positive_int("d_model", d_model)
+        _checks.positive_int("num_heads", num_heads)
+        _checks.positive_int("num_kv_heads", num_kv_heads)
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         if num_heads % num_kv_heads:

@@ -14,7 +14,6 @@ from torch import nn
 
 from attn import _checks
 from attn.blocks import EncoderLayer
-from attn.efficient.tiled import _positive_int
 
 __all__ = ["SegmentRecurrentLM", "delayed_copy"]
 
@@ -30,7 +29,7 @@ class SegmentRecurrentLM(nn.Module):
     def __init__(self, vocab_size: int, d_model: int = 32, num_heads: int = 2, num_layers: int = 1,
                  *, max_distance: int = 64):
         super().__init__()
-        self.max_distance = _positive_int("max_distance", max_distance)
+        self.max_distance = _checks.positive_int("max_distance", max_distance)
         self.embed = nn.Embedding(vocab_size, d_model)
         self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, 4 * d_model, dropout=0.0, norm_first=True)
                                     for _ in range(num_layers))
@@ -74,7 +73,7 @@ class SegmentRecurrentLM(nn.Module):
     def segments(self, tokens: torch.Tensor, segment_len: int, *, memory: bool = True) -> torch.Tensor:
         """Run a long sequence ``(B, N)`` segment by segment -> logits ``(B, N, V)``; with
         ``memory=False`` every segment starts from nothing (a vanilla fixed-context model)."""
-        _positive_int("segment_len", segment_len)
+        _checks.positive_int("segment_len", segment_len)
         mems, out = None, []
         for t0 in range(0, tokens.shape[1], segment_len):
             logits, new = self(tokens[:, t0 : t0 + segment_len], mems)
@@ -86,10 +85,10 @@ class SegmentRecurrentLM(nn.Module):
 def delayed_copy(n: int, length: int, delay: int, *, vocab_size: int = 16, seed: int = 0):
     """Random tokens; the target at position ``t >= delay`` is the token at ``t - delay``
     (``-100`` before). Returns ``tokens`` and ``targets``, ``(n, length)`` long; ``delay >= 1``."""
-    _positive_int("n", n)
-    _positive_int("length", length)
-    _positive_int("delay", delay)
-    _positive_int("vocab_size", vocab_size)
+    _checks.positive_int("n", n)
+    _checks.positive_int("length", length)
+    _checks.positive_int("delay", delay)
+    _checks.positive_int("vocab_size", vocab_size)
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab_size, (n, length), generator=g)
     targets = torch.full_like(tokens, -100)

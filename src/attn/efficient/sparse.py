@@ -17,14 +17,12 @@ import torch
 import torch.nn.functional as F
 
 from attn import _checks, masks
-from attn.efficient.tiled import _positive_int
-from attn.functional import _validate
 
 __all__ = ["banded_attention", "bigbird_attention", "longformer_attention", "random_keys"]
 
 
 def _self_shapes(q, k, v) -> int:
-    L, S, _ = _validate(q, k, v)
+    L, S, _ = _checks.qkv(q, k, v)
     if L != S or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         raise ValueError(
             "banded attention is self-attention: q, k and v need the same batch dimensions and length, "
@@ -89,8 +87,8 @@ def banded_attention(
         ``(..., L, Ev)``.
     """
     L = _self_shapes(q, k, v)
-    _positive_int("window", window)
-    block = _positive_int("block_size", window if block_size is None else block_size)
+    _checks.positive_int("window", window)
+    block = _checks.positive_int("block_size", window if block_size is None else block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     s, vs, keep, _ = _band_scores(q, k, v, window, causal, block, scale)
     p = masks.masked_softmax(s, keep)  # (N, nb, c, W); the diagonal is always kept
@@ -98,15 +96,7 @@ def banded_attention(
     return out.reshape(*q.shape[:-1], v.shape[-1])
 
 
-def random_keys(L: int, S: int | None = None, *, num_random: int, seed: int = 0) -> torch.Tensor:
-    """``num_random`` distinct random key indices for each of ``L`` queries, ``(L, num_random)`` long."""
-    _positive_int("L", L)
-    S = L if S is None else _positive_int("S", S)
-    _positive_int("num_random", num_random)
-    if num_random > S:
-        raise ValueError(f"num_random ({num_random}) cannot exceed the number of keys S ({S})")
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(L, S, generator=g).argsort(dim=1)[:, :num_random]  # (L, r)
+random_keys = masks.random_keys  # one BigBird generator, in masks: the keys of masks.bigbird for a seed
 
 
 def _global_index(global_tokens: Sequence[int], L: int, device) -> torch.Tensor:
@@ -135,7 +125,8 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
     Args:
         q, k, v, window, block_size, scale: as :func:`banded_attention` (non-causal).
         global_tokens: indices of the tokens that attend to, and are attended by, every token.
-        random: ``(L, r)`` long, extra keys for each query (e.g. :func:`random_keys`); a key
+        random: ``(L, r)`` long, extra keys for each query (e.g. :func:`attn.masks.random_keys`,
+            whose seed gives the pattern of :func:`attn.masks.bigbird`); a key
             already in the window, global, or repeated in the row counts once.
 
     Returns:
@@ -144,8 +135,8 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
         taken over their concatenation.
     """
     L = _self_shapes(q, k, v)
-    _positive_int("window", window)
-    block = _positive_int("block_size", window if block_size is None else block_size)
+    _checks.positive_int("window", window)
+    block = _checks.positive_int("block_size", window if block_size is None else block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     g = _global_index(global_tokens, L, q.device)
     E, Ev = q.shape[-1], v.shape[-1]
