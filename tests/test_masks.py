@@ -84,7 +84,7 @@ def test_sliding_window_and_dilated():
     w = masks.sliding_window(6, window=2)
     i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
     assert torch.equal(w, (i - j).abs() < 2)
-    assert torch.equal(masks.sliding_window(6, window=2, causal=True), ((i - j) >= 0) & ((i - j) < 2))
+    assert torch.equal(masks.sliding_window(6, window=2, is_causal=True), ((i - j) >= 0) & ((i - j) < 2))
     d = masks.dilated(7, window=2, dilation=3)
     assert d[3].tolist() == [True, False, False, True, False, False, True]
     assert torch.equal(masks.dilated(7, window=3, dilation=1), masks.sliding_window(7, window=3))
@@ -262,7 +262,7 @@ def test_mask_builders_take_a_number_of_keys_other_than_the_queries():
 
 
 def test_dilated_causal_sees_no_future_key():
-    m = masks.dilated(5, window=2, dilation=2, causal=True)
+    m = masks.dilated(5, window=2, dilation=2, is_causal=True)
     assert not (m & ~masks.causal(5)).any()
     assert m.tolist()[4] == [False, False, True, False, True]
 
@@ -361,3 +361,14 @@ def test_one_bigbird_generator_gives_both_paths_the_same_pattern(L, S, r, seed):
     mask = masks.local_global(L, S, window=1, global_tokens=())
     mask[torch.arange(L).unsqueeze(1), keys] = True
     assert torch.equal(mask, masks.bigbird(L, S, window=1, global_tokens=(), num_random=r, seed=seed))
+
+
+def test_sliding_window_offset_puts_the_queries_at_the_last_positions():
+    L, S, w = 3, 7, 3
+    i = torch.arange(L).unsqueeze(1) + (S - L)  # absolute positions 4, 5, 6
+    j = torch.arange(S).unsqueeze(0)
+    m = masks.sliding_window(L, S, window=w, is_causal=True, offset=S - L)
+    assert torch.equal(m, (i - j >= 0) & (i - j < w))
+    assert torch.equal(m, masks.sliding_window(S, window=w, is_causal=True)[-L:])  # the last rows of the square
+    assert torch.equal(m, masks.causal(L, S, offset=S - L) & ~masks.causal(L, S, offset=S - L - w))
+    assert torch.equal(masks.sliding_window(L, S, window=w, offset=S - L), masks.sliding_window(S, window=w)[-L:])

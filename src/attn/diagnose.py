@@ -6,7 +6,7 @@ tensor ``(B, L, D)``. :func:`adapt` wraps ``nn.MultiheadAttention`` (whose ``key
 means the opposite, ``True`` = ignore), ``nn.TransformerEncoderLayer`` and this package's modules;
 :func:`check` adapts them itself.
 
->>> report = attn.diagnose.check(my_attention, d_model=32, causal=True)
+>>> report = attn.diagnose.check(my_attention, d_model=32, is_causal=True)
 >>> bool(report)        # True when no check failed
 >>> report              # one finding per check: what was measured, why it matters, the fix
 
@@ -136,18 +136,18 @@ class Adapter:
         return f"Adapter({self.name})"
 
 
-def _torch_causal(L: int, causal: bool, device) -> torch.Tensor | None:
-    return ~masks.causal(L, device=device) if causal else None  # PyTorch's bool masks: True = blocked
+def _torch_causal(L: int, is_causal: bool, device) -> torch.Tensor | None:
+    return ~masks.causal(L, device=device) if is_causal else None  # PyTorch's bool masks: True = blocked
 
 
-def adapt(f, *, causal: bool = False):
+def adapt(f, *, is_causal: bool = False):
     """Wrap a module so it follows the contract ``f(x, key_mask) -> (B, L, D)``.
 
     Args:
         f: ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``, :class:`attn.MultiHeadAttention`,
             :class:`attn.SelfAttention`, :class:`attn.blocks.EncoderLayer`, an :class:`Adapter`, or
             any callable/module already taking ``(x, key_mask)``.
-        causal: ask the module for causal attention (through its own mask argument).
+        is_causal: ask the module for causal attention (through its own mask argument).
 
     Returns:
         an :class:`Adapter` (modules) or ``f`` itself (plain callables).
@@ -156,7 +156,7 @@ def adapt(f, *, causal: bool = False):
         return f
     if isinstance(f, nn.MultiheadAttention):
         def call_mha(m, x, km):
-            mask = _torch_causal(x.shape[1], causal, x.device)  # x is (B, L, D) here
+            mask = _torch_causal(x.shape[1], is_causal, x.device)  # x is (B, L, D) here
             pad = None if km is None else ~km  # PyTorch's key_padding_mask: True = ignore
             xs = x if m.batch_first else x.transpose(0, 1)  # (L, B, D) without batch_first
             out = m(xs, xs, xs, key_padding_mask=pad, attn_mask=mask, need_weights=False)[0]
@@ -164,20 +164,20 @@ def adapt(f, *, causal: bool = False):
         return Adapter(f, call_mha, "nn.MultiheadAttention")
     if isinstance(f, nn.TransformerEncoderLayer):
         def call_layer(m, x, km):
-            mask = _torch_causal(x.shape[1], causal, x.device)
+            mask = _torch_causal(x.shape[1], is_causal, x.device)
             pad = None if km is None else ~km
             bf = m.self_attn.batch_first
             xs = x if bf else x.transpose(0, 1)
-            out = m(xs, src_mask=mask, src_key_padding_mask=pad, is_causal=causal)
+            out = m(xs, src_mask=mask, src_key_padding_mask=pad, is_causal=is_causal)
             return out if bf else out.transpose(0, 1)  # (B, L, D)
         return Adapter(f, call_layer, "nn.TransformerEncoderLayer")
     if isinstance(f, MultiHeadAttention):
-        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=causal)[0], "attn.MultiHeadAttention")
+        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=is_causal)[0], "attn.MultiHeadAttention")
     if isinstance(f, SelfAttention):
-        return Adapter(f, lambda m, x, km: m(x, mask=None if km is None else km[:, None, :], is_causal=causal)[0],
+        return Adapter(f, lambda m, x, km: m(x, mask=None if km is None else km[:, None, :], is_causal=is_causal)[0],
                        "attn.SelfAttention")
     if isinstance(f, EncoderLayer):
-        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=causal), "attn.blocks.EncoderLayer")
+        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=is_causal), "attn.blocks.EncoderLayer")
     if isinstance(f, nn.Module):
         return Adapter(f, lambda m, x, km: m(x, km), type(f).__name__)
     if not callable(f):
@@ -398,10 +398,10 @@ def _check_reach(fn, x, seed) -> Finding:
                    "" if ok else "check the head split (view(B, L, H, E).transpose(1, 2)) and the mask's alignment")
 
 
-def _check_padding(fn, x, seed, causal) -> Finding:
+def _check_padding(fn, x, seed, is_causal) -> Finding:
     B, L, _ = x.shape
     pad = max(1, L // 3)
-    km = _padding_mask(B, L, pad, left=causal)
+    km = _padding_mask(B, L, pad, left=is_causal)
     x2 = x.clone()
     x2[~km] = torch.randn(x2[~km].shape, generator=torch.Generator().manual_seed(seed + 3))
     with torch.no_grad():
@@ -413,18 +413,18 @@ def _check_padding(fn, x, seed, causal) -> Finding:
                    "" if ok else "mask padded keys before the softmax; check the mask's convention (True = may attend?)")
 
 
-def _check_positions(fn, x, seed, causal, positions) -> Finding:
+def _check_positions(fn, x, seed, is_causal, positions) -> Finding:
     L = x.shape[1]
     g = torch.Generator().manual_seed(seed + 4)
     with torch.no_grad():
-        if causal:  # the last query sees every key: shuffling the earlier ones matters only via positions
+        if is_causal:  # the last query sees every key: shuffling the earlier ones matters only via positions
             perm = torch.cat([torch.randperm(L - 1, generator=g), torch.tensor([L - 1])])
             moved = _moved(_call(fn, x, None, seed)[:, -1], _call(fn, x[:, perm], None, seed)[:, -1])
         else:
             perm = torch.randperm(L, generator=g)
             moved = _moved(_call(fn, x, None, seed)[:, perm], _call(fn, x[:, perm], None, seed))
     uses = moved > EQUIVARIANT_TOL
-    what = "the last output" if causal else "the outputs"
+    what = "the last output" if is_causal else "the outputs"
     value = f"shuffling the tokens moved {what} by {_num(moved, EQUIVARIANT_TOL)} beyond the shuffle: "
     value += "uses positions" if uses else "ignores positions"
     if positions is None:
@@ -462,14 +462,14 @@ def _check_fully_masked(fn, x, seed) -> Finding:
                    "zero their weights after); in PyTorch's MultiheadAttention, avoid the eval-mode fast path")
 
 
-def _check_half(fn, x, seed, causal, dtypes) -> Finding:
+def _check_half(fn, x, seed, is_causal, dtypes) -> Finding:
     if not hasattr(fn, "to"):
         return Finding("half precision", None, "not checked: f is a plain function",
                        "the check converts a module's weights; a plain callable keeps float32 weights",
                        "pass the module itself, or an attn.diagnose.Adapter")
     B, L, D = 3, x.shape[1], x.shape[2]
     xb = torch.randn(B, L, D, generator=torch.Generator().manual_seed(seed + 5))  # (3, L, D)
-    km = _padding_mask(B, L, max(1, L // 3), left=causal)
+    km = _padding_mask(B, L, max(1, L // 3), left=is_causal)
     km[2] = False  # one sequence with no real key
     parts, ok = [], True
     with torch.no_grad():
@@ -492,7 +492,7 @@ def _check_half(fn, x, seed, causal, dtypes) -> Finding:
                    "run the softmax in float32")
 
 
-def _check_scaling(fn, d_model, seed, causal, num_heads) -> Finding:
+def _check_scaling(fn, d_model, seed, is_causal, num_heads) -> Finding:
     x = torch.randn(4, 16, d_model, generator=torch.Generator().manual_seed(seed + 6))
     probe = _AttentionProbe()
     with torch.no_grad(), probe:
@@ -514,7 +514,7 @@ def check(
     f,
     *,
     d_model: int,
-    causal: bool = False,
+    is_causal: bool = False,
     num_heads: int | None = None,
     positions: bool | None = None,
     length: int = 8,
@@ -528,7 +528,7 @@ def check(
     Args:
         f: ``f(x, key_mask) -> (B, L, D)``, or a module :func:`adapt` knows.
         d_model: the model width ``D`` of ``x``.
-        causal: the module should be causal (checked by perturbing future tokens); modules that
+        is_causal: the module should be causal (checked by perturbing future tokens); modules that
             :func:`adapt` wraps are asked for causal attention.
         num_heads: if given, checked to divide ``d_model`` and used to state ``d_k``.
         positions: ``True`` if the module should use token order (fails when it is permutation
@@ -539,7 +539,7 @@ def check(
 
     Returns:
         a :class:`Report`: findings "shape contract", "output width", "causality" (when
-        ``causal``), "reach", "padding", "positions", "fully masked rows", "half precision", "scaling".
+        ``is_causal``), "reach", "padding", "positions", "fully masked rows", "half precision", "scaling".
         A callable that breaks the contract gives one failed "shape contract" finding, not an error.
 
     Shape:
@@ -548,13 +548,13 @@ def check(
     _checks.positive_int("d_model", d_model)
     if length < 4 or batch < 2:
         raise ValueError(f"need length >= 4 and batch >= 2 for the probes, got length={length}, batch={batch}")
-    fn = adapt(f, causal=causal)
+    fn = adapt(f, is_causal=is_causal)
     if num_heads is None and isinstance(fn, Adapter):  # read it off the module when it says
         m = fn.module
         num_heads = getattr(m, "num_heads", None) or getattr(getattr(m, "self_attn", None), "num_heads", None)
     subject = getattr(fn, "name", getattr(f, "__name__", type(f).__name__))
     x = torch.randn(batch, length, d_model, generator=torch.Generator().manual_seed(seed))
-    km = _padding_mask(batch, length, max(1, length // 3), left=causal)
+    km = _padding_mask(batch, length, max(1, length // 3), left=is_causal)
     try:
         findings = [_check_shape(fn, x, km, seed, d_model, num_heads)]
     except _ContractError as e:
@@ -562,15 +562,15 @@ def check(
                                         "f must take (x, key_mask) and return one tensor shaped like x",
                                         "wrap the module with attn.diagnose.adapt, or write f = lambda x, key_mask: ...")])
     steps = [("output width", lambda: _check_width(fn, d_model, seed))]
-    if causal:
+    if is_causal:
         steps.append(("causality", lambda: _check_causality(fn, x, seed, (length, max(2, length - 3)))))
     steps.append(("reach", lambda: _check_reach(fn, x, seed)))
     steps += [
-        ("padding", lambda: _check_padding(fn, x, seed, causal)),
-        ("positions", lambda: _check_positions(fn, x, seed, causal, positions)),
+        ("padding", lambda: _check_padding(fn, x, seed, is_causal)),
+        ("positions", lambda: _check_positions(fn, x, seed, is_causal, positions)),
         ("fully masked rows", lambda: _check_fully_masked(fn, x, seed)),
-        ("half precision", lambda: _check_half(fn, x, seed, causal, dtypes)),
-        ("scaling", lambda: _check_scaling(fn, d_model, seed, causal, num_heads)),
+        ("half precision", lambda: _check_half(fn, x, seed, is_causal, dtypes)),
+        ("scaling", lambda: _check_scaling(fn, d_model, seed, is_causal, num_heads)),
     ]
     if only is not None:
         unknown = set(only) - {name for name, _ in steps} - {"shape contract", "causality"}

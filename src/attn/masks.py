@@ -102,19 +102,32 @@ def cross_padding(src_lengths, L: int, S: int | None = None) -> torch.Tensor:
     return padding(src_lengths, S, L=L)
 
 
-def sliding_window(L: int, S: int | None = None, *, window: int, causal: bool = False) -> torch.Tensor:
-    """Local attention: ``|i - j| < window`` (or ``0 <= i - j < window`` when ``causal``).
+def sliding_window(
+    L: int, S: int | None = None, *, window: int, is_causal: bool = False, offset: int = 0, device=None
+) -> torch.Tensor:
+    """Local attention: query ``i`` at position ``i + offset`` sees key ``j`` when ``|i + offset - j| < window``,
+    or, with ``is_causal``, only the past part of the window: ``0 <= i + offset - j < window``.
 
-    Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
+    Args:
+        L: number of queries. S: number of keys (default ``L``).
+        window: reach of the window (``1`` = each token sees only itself).
+        is_causal: keep only keys at or before the query.
+        offset: as in :func:`causal`: ``0`` aligns the top-left corner; ``S - L`` puts the ``L``
+            queries at the last ``L`` of ``S`` positions (the bottom-right alignment of
+            ``is_causal`` in :func:`attn.scaled_dot_product_attention`), as a segment that attends
+            to a memory of ``S - L`` earlier keys needs.
+
+    Returns a boolean ``(L, S)`` mask, ``True`` = may attend.
     """
     _checks.positive_int("window", window)
-    i, j = _grid(L, S)
-    d = i - j
-    return (d >= 0) & (d < window) if causal else d.abs() < window
+    i, j = _grid(L, S, device)
+    d = i + offset - j  # (L, S): how far key j lies before query i
+    return (d >= 0) & (d < window) if is_causal else d.abs() < window
 
 
-def dilated(L: int, S: int | None = None, *, window: int, dilation: int, causal: bool = False) -> torch.Tensor:
-    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``.
+def dilated(L: int, S: int | None = None, *, window: int, dilation: int, is_causal: bool = False) -> torch.Tensor:
+    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``
+    (with ``is_causal``, ``i - j`` itself, so only keys at or before the query).
 
     Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
     """
@@ -122,7 +135,7 @@ def dilated(L: int, S: int | None = None, *, window: int, dilation: int, causal:
     _checks.positive_int("dilation", dilation)
     i, j = _grid(L, S)
     d = i - j
-    reach = d if causal else d.abs()
+    reach = d if is_causal else d.abs()
     return (reach >= 0) & (reach < window * dilation) & (reach % dilation == 0)
 
 

@@ -55,9 +55,9 @@ class EfficientSelfAttention(nn.Module):
         if self.kind == "tiled":
             return tiled_attention(q, k, v, is_causal=is_causal)
         if self.kind == "window":
-            return banded_attention(q, k, v, window=self.window, causal=is_causal)
+            return banded_attention(q, k, v, window=self.window, is_causal=is_causal)
         if self.kind == "linear":
-            return linear_attention(q, k, v, causal=is_causal)
+            return linear_attention(q, k, v, is_causal=is_causal)
         if is_causal:
             raise ValueError("Linformer mixes all positions in its projection: it cannot be causal")
         return self.linformer(q, k, v)

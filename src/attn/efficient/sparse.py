@@ -6,6 +6,10 @@ under that mask still computes all ``L·S`` scores. Here queries are cut into bl
 rows; block ``b`` can only see the keys ``[b·c - (w-1), b·c + c - 1 + (w-1)]``, a slab of
 ``c + 2(w-1)`` keys taken as a strided *view* (``unfold``) of the padded keys. The scores are
 ``(L/c) × c × (c + 2w)``: ``O(L·w)`` for ``c ≈ w``.
+
+The window rule is :func:`attn.masks.sliding_window`'s, written in the slab's coordinates (a
+``(L, S)`` mask is what this module avoids building); the tests check it against that mask. The
+softmax is :func:`attn.masks.masked_softmax`.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def _self_shapes(q, k, v) -> int:
     return L
 
 
-def _band_scores(q, k, v, window: int, causal: bool, block: int, scale: float):
+def _band_scores(q, k, v, window: int, is_causal: bool, block: int, scale: float):
     """Scores of every query against its slab of keys, the slab's values, and which entries are real.
 
     Returns ``s`` ``(N, nb, c, W)``, ``vs`` ``(N, nb, W, Ev)``, ``keep`` ``(nb, c, W)`` bool and
@@ -41,7 +45,7 @@ def _band_scores(q, k, v, window: int, causal: bool, block: int, scale: float):
     L, E, Ev = q.shape[-2], q.shape[-1], v.shape[-1]
     c = min(block, L)
     nb = -(-L // c)
-    left, right = window - 1, (0 if causal else window - 1)
+    left, right = window - 1, (0 if is_causal else window - 1)
     W = c + left + right
     qf = (q * scale).reshape(-1, L, E)  # (N, L, E)
     N = qf.shape[0]
@@ -56,7 +60,7 @@ def _band_scores(q, k, v, window: int, causal: bool, block: int, scale: float):
     j = (torch.arange(nb, device=q.device).view(nb, 1) * c - left + torch.arange(W, device=q.device))  # (nb, W)
     d = i - j.unsqueeze(1)  # (nb, c, W) query minus key position
     keep = (d < window) & (d > -window) & (j.unsqueeze(1) >= 0) & (j.unsqueeze(1) < L)
-    if causal:
+    if is_causal:
         keep &= d >= 0
     return s, vs, keep, j
 
@@ -67,19 +71,19 @@ def banded_attention(
     v: torch.Tensor,
     *,
     window: int,
-    causal: bool = False,
+    is_causal: bool = False,
     block_size: int | None = None,
     scale: float | None = None,
 ) -> torch.Tensor:
     """Sliding-window self-attention in ``O(L·window)`` time and memory.
 
-    Equal to full attention under ``attn.masks.sliding_window(L, window=window, causal=causal)``:
-    query ``i`` sees key ``j`` when ``|i - j| < window`` (``0 <= i - j < window`` if ``causal``).
+    Equal to full attention under ``attn.masks.sliding_window(L, window=window, is_causal=is_causal)``:
+    query ``i`` sees key ``j`` when ``|i - j| < window`` (``0 <= i - j < window`` if ``is_causal``).
 
     Args:
         q, k: ``(..., L, E)``. v: ``(..., L, Ev)``. Self-attention: one length ``L``.
         window: reach of the window (``1`` = each token sees only itself).
-        causal: only the past part of the window.
+        is_causal: only the past part of the window.
         block_size: queries per block (default ``window``).
         scale: default ``1 / sqrt(E)``.
 
@@ -90,7 +94,7 @@ def banded_attention(
     _checks.positive_int("window", window)
     block = _checks.positive_int("block_size", window if block_size is None else block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    s, vs, keep, _ = _band_scores(q, k, v, window, causal, block, scale)
+    s, vs, keep, _ = _band_scores(q, k, v, window, is_causal, block, scale)
     p = masks.masked_softmax(s, keep)  # (N, nb, c, W); the diagonal is always kept
     out = (p @ vs).flatten(1, 2)[:, :L]  # (N, L, Ev)
     return out.reshape(*q.shape[:-1], v.shape[-1])

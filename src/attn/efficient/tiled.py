@@ -12,6 +12,10 @@ query row. When a new key block brings a larger maximum ``m'``, the old sums are
     \mathrm{acc}' = e^{m - m'}\, \mathrm{acc} + \sum_j e^{s_j - m'}\, v_j,
 
 and at the end ``out = acc / l``. Memory is ``O(L·E + block²)`` instead of ``O(L·S)``.
+
+The softmax is computed online, so :func:`attn.masks.masked_softmax` (which needs a whole row)
+cannot be used; the causal triangle of a diagonal tile is :func:`attn.masks.causal`, and a row that
+sees no key gives zeros, as ``masked_softmax`` defines it.
 """
 
 from __future__ import annotations
