@@ -561,6 +561,13 @@ def test_segment_recurrence_in_eval_equals_the_pre_ln_forward_written_out():
     out, mems = model(a)
     torch.testing.assert_close(out, _segment_reference(model, a), atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(model(b, mems)[0], _segment_reference(model, b, mems), atol=1e-5, rtol=1e-5)
+    grads = []
+    for forward in (lambda: model(b, mems)[0], lambda: _segment_reference(model, b, mems)):
+        model.zero_grad()
+        forward().square().sum().backward()  # the memory's keys and values train the projections too
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for new, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(new, ref, atol=1e-4, rtol=1e-4)
 
 
 def test_segment_recurrence_applies_the_blocks_dropout_in_training():

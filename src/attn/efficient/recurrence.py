@@ -76,9 +76,11 @@ class SegmentRecurrentLM(nn.Module):
             cache, M = None, 0
             if mems is not None:
                 # The memory's keys and values, projected as the block projects its own input
-                # (pre-LN: from norm1 of it). The attention output of this call is not needed.
+                # (pre-LN: from norm1 of it), put in the cache by the attention's own forward. Only
+                # the cache is wanted from this call, so it asks with one query row, not M.
                 cache, M = KVCache(), mems[i].shape[1]
-                layer.self_attn(layer.norm1(mems[i]), cache=cache)  # fills cache: (B, H, M, E) each
+                h_mem = layer.norm1(mems[i])  # (B, M, D)
+                layer.self_attn(h_mem[:, -1:], h_mem, h_mem, cache=cache)  # fills cache: (B, H, M, E) each
             x = layer(x, mask=self.relative_bias(i, T, M + T), cache=cache)  # (B, T, D)
         return self.head(self.norm(x)), new_mems
 
