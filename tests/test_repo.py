@@ -351,3 +351,20 @@ def test_argument_checks_are_defined_once_in_checks(root):
     found = [hit for module, tree in _attn_modules(root) if module != "attn._checks"
              for hit in _validation_helpers(module, tree)]
     assert found == [], "use attn._checks (positive_int, non_negative_int, fmt, qkv, ...) instead of a copy"
+
+
+def test_the_causal_flag_is_called_is_causal_everywhere_in_attn(root):
+    """One name for one flag: no parameter, keyword or attribute of the package is called ``causal``
+    (``masks.causal`` is the mask builder, a function, and stays)."""
+    found = []
+    for module, tree in _attn_modules(root):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                found += [f"{module}: parameter causal" for arg in a.posonlyargs + a.args + a.kwonlyargs
+                          if arg.arg == "causal"]
+            elif isinstance(node, ast.keyword) and node.arg == "causal":
+                found.append(f"{module}:{node.value.lineno}: keyword causal=")
+            elif isinstance(node, ast.Attribute) and node.attr == "causal" and isinstance(node.ctx, ast.Store):
+                found.append(f"{module}:{node.lineno}: attribute .causal")
+    assert found == [], "call it is_causal, as attn.scaled_dot_product_attention does"
