@@ -1,8 +1,8 @@
 """Run every chapter as a Colab reader would: a fresh virtual environment with only `attn`.
 
-    python scripts/fresh_env.py [--keep DIR] [book/x.ipynb ...]
+    python -m scripts.fresh_env [--keep DIR] [book/x.ipynb ...]
 
-    python scripts/fresh_env.py --python python3.12 --newest --nbval   # Colab's Python, newest releases
+    python -m scripts.fresh_env --python python3.12 --newest --nbval   # Colab's Python, newest releases
 
 1. Creates a new virtual environment in a temporary folder (no access to the project's .venv), with
    `uv` (pinned in requirements.txt): packages are unpacked once into uv's cache (~/.cache/uv, or
@@ -37,13 +37,10 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from scripts import nbval_runs, notebooks, reader
+from scripts.uv_args import pip_index_args
 
-import nbval_runs  # noqa: E402
-import notebooks  # noqa: E402
-import reader  # noqa: E402
-from uv_args import pip_index_args  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 BUILD_PACKAGES = ("myst_nb", "sphinx", "jupyter_book", "nbval")
 REQUIRE_CALL = re.compile(r"""require\(\s*["'](?P<name>[\w.]+)["'](?:[^)]*?pip\s*=\s*["'](?P<pip>[\w.\[\]-]+)["'])?""")

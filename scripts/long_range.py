@@ -2,7 +2,7 @@
 answer lies close, at several sequence lengths and seeds. Writes the results the chapter
 ``book/why_attention.ipynb`` reads (training all of them takes minutes, more than a chapter may).
 
-    PYTHONPATH=src python scripts/long_range.py            # writes src/attn/results/long_range.json
+    PYTHONPATH=src python -m scripts.long_range            # writes src/attn/results/long_range.json
 
 Both tasks: a sequence of ``n`` random tokens; the model reads it all and predicts, at the last
 position, one earlier token:
@@ -102,7 +102,7 @@ def run(model_name: str, task: str, n: int, seed: int, *, steps: int = STEPS) ->
 
 
 def main(argv: list[str]) -> None:
-    """``python scripts/long_range.py [OUT.json]`` (default: the file the chapter reads)."""
+    """``python -m scripts.long_range [OUT.json]`` (default: the file the chapter reads)."""
     out = pathlib.Path(argv[0]) if argv else OUT
     torch.set_num_threads(1)
     rows = []
@@ -114,7 +114,7 @@ def main(argv: list[str]) -> None:
                     print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     out.parent.mkdir(exist_ok=True)
     meta = dict(steps=STEPS, batch=BATCH, lr=LR, vocab=VOCAB, threads=1, torch=torch.__version__,
-                command="PYTHONPATH=src python scripts/long_range.py")
+                command="PYTHONPATH=src python -m scripts.long_range")
     out.write_text(json.dumps(dict(meta=meta, runs=rows), indent=1) + "\n")
 
 

@@ -6,13 +6,11 @@ import pytest
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 # Notebook kernels started by nbval inherit this: training loops keep their progress bars quiet,
 # as they were when the stored outputs were made.
 os.environ.setdefault("ATTN_QUIET", "1")
 
-import fresh_env  # noqa: E402  scripts/fresh_env.py
-import notebooks  # noqa: E402  scripts/notebooks.py
+from scripts import fresh_env, notebooks  # noqa: E402  (after ATTN_QUIET is set)
 
 
 def pytest_addoption(parser):

@@ -12,8 +12,8 @@ import pathlib
 
 import pytest
 
-import fresh_env  # scripts/fresh_env.py
-import notebooks  # scripts/notebooks.py
+from scripts import fresh_env
+from scripts import notebooks
 
 pytestmark = pytest.mark.fresh_env
 

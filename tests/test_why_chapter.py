@@ -15,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import attn
-import long_range  # scripts/long_range.py
+from scripts import long_range
 
 
 def _results() -> dict:
