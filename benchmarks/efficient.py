@@ -12,8 +12,8 @@ one call runs there (on one thread): Linux only.
 4. banded: sliding window (w = 256) in bands vs SDPA with the same (L, L) mask.
 5. checkpoint: a stack of 8 encoder blocks, forward+backward with and without checkpointing.
 
-Results go to ``src/attn/efficient/measured/efficient_*.csv`` (shipped with the package, read by
-the chapter through ``attn.efficient.measured``) and are printed.
+Results go to ``benchmarks/measured/efficient_*.csv`` (copied into the package when it is built,
+read by the chapter through ``attn.efficient.measured``) and are printed.
 
     .venv/bin/python benchmarks/efficient.py [--quick] [--threads N] [--only cost tiled ...]
 """
@@ -30,7 +30,7 @@ import torch.nn.functional as F
 import attn
 from attn import efficient as ef
 
-OUT = pathlib.Path(attn.efficient.results.MEASURED)
+OUT = pathlib.Path(__file__).resolve().parent / "measured"  # shipped with the package by the build (setup.py)
 H, E = 8, 64
 
 

@@ -7,7 +7,7 @@ sequence: at a pair token, the value of the *previous* token (local: one positio
 query token, the value paired with the same key somewhere earlier (long range: anywhere in the
 sequence). A ``attn.models.TokenModel`` (encoder, 1 layer, width 64, 4 heads) is trained per
 attention kind and seed, with the attention step swapped by ``attn.efficient.swap_attention``;
-the script writes ``src/attn/efficient/measured/efficient_quality.csv`` (accuracy per relation, training
+the script writes ``benchmarks/measured/efficient_quality.csv`` (accuracy per relation, training
 seconds) which the chapter reads.
 
     .venv/bin/python benchmarks/efficient_quality.py [--steps N] [--seeds 0 1 2] [--threads N]
@@ -31,7 +31,7 @@ KINDS = {  # name -> swap_attention arguments
     "linear (elu+1)": {"kind": "linear"},
     "Linformer (r=8)": {"kind": "linformer", "rank": 8, "seq_len": TASK.seq_len},
 }
-OUT = attn.efficient.results.MEASURED / "efficient_quality.csv"
+OUT = pathlib.Path(__file__).resolve().parent / "measured" / "efficient_quality.csv"
 
 
 def make_model(spec: dict, seed: int) -> attn.models.TokenModel:

@@ -4,7 +4,7 @@
 back. ``attn.efficient.SegmentRecurrentLM`` (1 layer, width 32, 2 heads, relative position bias)
 reads sequences of 64 tokens in segments of 16, once carrying the previous segment as memory and
 once without (each segment alone). Without memory, the first 12 positions of every segment cannot
-see their answer. Writes ``src/attn/efficient/measured/efficient_recurrence.csv``: accuracy per
+see their answer. Writes ``benchmarks/measured/efficient_recurrence.csv``: accuracy per
 position within the segment (segments 2-4 of the test sequences), per seed and setting.
 
     .venv/bin/python benchmarks/efficient_recurrence.py [--steps N] [--seeds 0 1 2] [--threads N]
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import pathlib
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +54,7 @@ def main(argv=None):
                    **{f"pos{p}": round(correct[p].item(), 4) for p in range(SEGMENT)}}
             rows.append(row)
             print(f"seed {seed} memory={memory}: accuracy {correct.mean():.3f} ({took.seconds:.0f} s)", flush=True)
-            with open(attn.efficient.results.MEASURED / "efficient_recurrence.csv", "w", newline="") as f:
+            with open(pathlib.Path(__file__).resolve().parent / "measured" / "efficient_recurrence.csv", "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))
                 w.writeheader()
                 w.writerows(rows)

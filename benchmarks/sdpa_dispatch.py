@@ -9,7 +9,7 @@ returns the weights) is timed too: it exists to teach, not to be fast.
 
 ``--paths`` records, for the calls of ``attn.efficient.sdpa_cases``, the path PyTorch takes on this
 machine (fused kernel or math fallback), with the torch version, in
-``attn/efficient/measured/sdpa_dispatch.csv``: the efficient-attention chapter shows that record,
+``benchmarks/measured/sdpa_dispatch.csv``: the efficient-attention chapter shows that record,
 because the dispatch changes between torch releases (torch 2.14 sends 3-D inputs to the fused kernel).
 
 Timings (``attn.measure.compare``) interleave the implementations and report medians, float32, B=1, H=8, E=64.
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import pathlib
 
 import torch
 import torch.nn.functional as F
@@ -48,13 +49,11 @@ def run(sizes, causal: bool, repeats: int) -> list[tuple]:
 
 
 def record_paths() -> None:
-    """Write measured/sdpa_dispatch.csv: call, path, torch version."""
+    """Write benchmarks/measured/sdpa_dispatch.csv: call, path, torch version."""
     from attn.efficient import sdpa_cases, sdpa_path
-    from attn.efficient.results import MEASURED
-
     q, k, v = (torch.randn(1, 8, 128, 64, generator=torch.Generator().manual_seed(i)) for i in range(3))
     version = torch.__version__.split("+")[0]
-    with open(MEASURED / "sdpa_dispatch.csv", "w", newline="") as f:
+    with open(pathlib.Path(__file__).resolve().parent / "measured" / "sdpa_dispatch.csv", "w", newline="") as f:
         out = csv.writer(f, lineterminator="\n")
         out.writerow(["call", "path", "torch"])
         for name, fn in sdpa_cases(q, k, v).items():

@@ -120,7 +120,8 @@ import importlib.util, json, pathlib, sys
 import attn, attn.widgets
 pkg = pathlib.Path(attn.__file__).parent
 assets = sorted(p.name for p in (pkg / "widgets").iterdir() if p.suffix in {".js", ".css"})
-print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets,
+measured = sorted(p.name for p in (pkg / "measured").glob("*")) if (pkg / "measured").is_dir() else []
+print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets, "measured": measured,
                   "build_packages": [m for m in sys.argv[1:] if importlib.util.find_spec(m)]}))
 """
 
@@ -134,6 +135,9 @@ def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
         problems.append(f"attn is not installed in the fresh environment: imported from {info['file']}")
     if info["assets"] != expected:
         problems.append(f"installed widget assets {info['assets']} differ from src/attn/widgets {expected}")
+    shipped = sorted(p.name for p in (ROOT / "benchmarks" / "measured").iterdir())
+    if info["measured"] != shipped:  # copied in by setup.py: the chapters read them in Colab
+        problems.append(f"installed measurements {info['measured']} differ from benchmarks/measured {shipped}")
     if info["build_packages"]:
         problems.append(f"book-build packages are importable in the fresh environment: {info['build_packages']}")
     info["problems"] = problems

@@ -2,7 +2,7 @@
 answer lies close, at several sequence lengths and seeds. Writes the results the chapter
 ``book/why_attention.ipynb`` reads (training all of them takes minutes, more than a chapter may).
 
-    PYTHONPATH=src python -m scripts.long_range            # writes src/attn/results/long_range.json
+    PYTHONPATH=src python -m scripts.long_range            # writes benchmarks/measured/long_range.json
 
 Both tasks: a sequence of ``n`` random tokens; the model reads it all and predicts, at the last
 position, one earlier token:
@@ -30,7 +30,7 @@ SEEDS = (0, 1, 2)
 STEPS = 1000
 BATCH = 32
 LR = 3e-3
-OUT = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "results" / "long_range.json"
+OUT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "measured" / "long_range.json"  # shipped by setup.py
 
 
 def batch(task: str, n: int, size: int, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
