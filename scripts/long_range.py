@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-import time
 
 import torch
 from torch import nn
@@ -88,16 +87,15 @@ def run(model_name: str, task: str, n: int, seed: int, *, steps: int = STEPS) ->
     torch.manual_seed(seed)
     model = MODELS[model_name]()
     loss_fn = lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1])  # noqa: E731
-    t0, c0 = time.perf_counter(), time.process_time()
-    losses = attn.train.train(model, lambda s: batch(task, n, BATCH, seed=10_000 * seed + s), loss_fn,
-                              steps=steps, lr=LR, warmup=steps // 10, seed=seed, progress=False)
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    with attn.measure.stopwatch() as wall, attn.measure.stopwatch("process") as cpu:
+        losses = attn.train.train(model, lambda s: batch(task, n, BATCH, seed=10_000 * seed + s), loss_fn,
+                                  steps=steps, lr=LR, warmup=steps // 10, seed=seed, progress=False)
     tokens, target = batch(task, n, 1000, seed=999_999)  # held out: seeds never used in training
     with torch.no_grad():
         acc = (model(tokens).argmax(-1) == target).float().mean().item()
     return dict(model=model_name, task=task, n=n, distance=distance(task, n), seed=seed, accuracy=round(acc, 4),
-                final_loss=round(sum(losses[-20:]) / 20, 4), train_seconds=round(seconds, 2),
-                train_cpu_seconds=round(cpu, 2),
+                final_loss=round(sum(losses[-20:]) / 20, 4), train_seconds=round(wall.seconds, 2),
+                train_cpu_seconds=round(cpu.seconds, 2),
                 parameters=parameters(model), chance=round(1 / VOCAB, 4))
 
 
