@@ -1,6 +1,9 @@
-"""Measuring a computation: how long it takes (``torch.utils.benchmark``), how far it raises the
-process's peak memory (the operating system's high-water mark), how many floating-point operations it
-does (``torch.utils.flop_counter``) and which ATen operators it runs (a ``TorchDispatchMode``).
+"""Measuring a computation: how long it takes (:func:`seconds`, :func:`compare` side by side, both on
+``torch.utils.benchmark``; :func:`stopwatch` for work done once), how far it raises the process's
+peak memory (:func:`peak_memory_growth`, the operating system's high-water mark), how many
+floating-point operations it does (:func:`flops`, ``torch.utils.flop_counter``) and which ATen
+operators it runs (:func:`operators`, a ``TorchDispatchMode``). The benchmarks, the tests and the
+chapters measure with these, and only these.
 
 The last two are facts of PyTorch, the same on every machine (for one torch version); the first two
 are machine measurements.
@@ -46,7 +49,7 @@ def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: fl
     if not isinstance(stmt, str) or not stmt.strip():
         raise ValueError(f"stmt must be a Python statement as text or a function of no arguments, got {stmt!r}")
     if not min_run_time >= 0:
-        raise ValueError(f"min_run_time must be positive (or 0 for a single run), got {min_run_time!r}")
+        raise ValueError(f"min_run_time must be positive (or 0: one warm-up and one timed run), got {min_run_time!r}")
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
     import torch
@@ -64,8 +67,8 @@ def seconds(stmt: str | Callable[[], object], *, min_run_time: float = 0.2, cloc
 
     ``torch.utils.benchmark.Timer.blocked_autorange`` warms up, picks a number of runs per block
     and repeats blocks for at least ``min_run_time`` seconds (``0``: one warm-up run and one timed
-    run, for a call that takes seconds); it runs on
-    torch's current thread count. ``clock`` is ``"wall"`` or ``"process"`` (see ``CLOCKS``).
+    run, for a call that takes seconds), on torch's current thread count. ``clock`` is ``"wall"``
+    or ``"process"`` (see ``CLOCKS``).
 
     Example: ``seconds("f(x)", f=layer, x=x)``, or ``seconds(lambda: layer(x))``.
     """
