@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attn
+from attn import positional
 from attn.positional import (
     ENCODINGS,
     ALiBi,
@@ -418,3 +419,149 @@ def test_rope_makes_self_attention_see_order(seed):
     assert (permuted - out[:, perm]).abs().max() > 1e-6  # positions matter
     mha.positional = None  # the same weights without positions are permutation-equivariant
     assert_close(mha(x[:, perm])[0], mha(x)[0][:, perm], **F64)
+
+
+# --- every bad input named in full; defaults, boundaries and precision pinned (mutation testing, make mutate) ---
+
+BAD_INPUTS = [
+    ('table_len0', lambda: positional.sinusoidal_table(0, 4), ValueError, 'max_len and d_model must be positive, got max_len=0, d_model=4'),
+    ('table_d0', lambda: positional.sinusoidal_table(4, 0), ValueError, 'max_len and d_model must be positive, got max_len=4, d_model=0'),
+    ('table_base', lambda: positional.sinusoidal_table(4, 4, base=0), ValueError, 'base must be a positive number (the wavelength base, 10000 in the paper), got 0'),
+    ('sin_enc', lambda: positional.SinusoidalPositionalEncoding(4, max_len=3).encoding(2, offset=2), ValueError, 'positions 2..3 do not fit the positional table of max_len=3; build the encoding with max_len >= 4'),
+    ('sin_x_list', lambda: positional.SinusoidalPositionalEncoding(4)([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
+    ('sin_x_1d', lambda: positional.SinusoidalPositionalEncoding(4)(torch.zeros(4)), ValueError, 'x must have at least 2 dimensions, got shape (4)'),
+    ('sin_x_int', lambda: positional.SinusoidalPositionalEncoding(4)(torch.zeros(2, 4, dtype=torch.long)), TypeError, 'x must be a floating-point tensor, got dtype torch.int64'),
+    ('sin_x_dim', lambda: positional.SinusoidalPositionalEncoding(4)(torch.zeros(2, 3)), ValueError, 'x has last dimension 3 (shape (2, 3)), expected 4 (d_model of the positional encoding)'),
+    ('sin_long', lambda: positional.SinusoidalPositionalEncoding(4, max_len=3)(torch.zeros(4, 4)), ValueError, 'x has sequence length 4 (shape (4, 4)) but the positional table holds max_len=3 positions'),
+    ('sin_long_off', lambda: positional.SinusoidalPositionalEncoding(4, max_len=3)(torch.zeros(3, 4), offset=1), ValueError, 'x has sequence length 3 (shape (3, 4)) but the positional table holds max_len=3 positions (from offset 1)'),
+    ('learn_d', lambda: positional.LearnedPositionalEncoding(0, 4), ValueError, 'd_model must be a positive integer, got 0'),
+    ('learn_len', lambda: positional.LearnedPositionalEncoding(4, 0), ValueError, 'max_len must be a positive integer, got 0'),
+    ('learn_off', lambda: positional.LearnedPositionalEncoding(4, 4).encoding(2, offset=-1), ValueError, 'offset must be a non-negative integer (the position of the first token), got -1'),
+    ('learn_fit', lambda: positional.LearnedPositionalEncoding(4, 4).encoding(3, offset=2), ValueError, 'positions 2..4 (sequence length 3, offset 2) do not fit the learned table of max_len=4; a learned table cannot extrapolate'),
+    ('learn_x_list', lambda: positional.LearnedPositionalEncoding(4, 4)([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
+    ('learn_x_1d', lambda: positional.LearnedPositionalEncoding(4, 4)(torch.zeros(4)), ValueError, 'x must have at least 2 dimensions, got shape (4)'),
+    ('learn_x_int', lambda: positional.LearnedPositionalEncoding(4, 4)(torch.zeros(2, 4, dtype=torch.long)), TypeError, 'x must be a floating-point tensor, got dtype torch.int64'),
+    ('learn_x_dim', lambda: positional.LearnedPositionalEncoding(4, 4)(torch.zeros(2, 3)), ValueError, 'x has last dimension 3 (shape (2, 3)), expected 4 (d_model of the positional encoding)'),
+    ('2d_d', lambda: positional.Sinusoidal2DPositionalEncoding(0, 2, 2), ValueError, 'd_model must be a positive integer, got 0'),
+    ('2d_h', lambda: positional.Sinusoidal2DPositionalEncoding(8, 0, 2), ValueError, 'height must be a positive integer, got 0'),
+    ('2d_w', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 0), ValueError, 'width must be a positive integer, got 0'),
+    ('2d_x_list', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
+    ('2d_x_1d', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)(torch.zeros(8)), ValueError, 'x must have at least 2 dimensions, got shape (8)'),
+    ('2d_x_int', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)(torch.zeros(2, 8, dtype=torch.long)), TypeError, 'x must be a floating-point tensor, got dtype torch.int64'),
+    ('2d_x_dim', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)(torch.zeros(2, 4)), ValueError, 'x has last dimension 4 (shape (2, 4)), expected 8 (d_model of the positional encoding)'),
+    ('2d_off', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)(torch.zeros(2, 8), offset=-1), ValueError, 'offset must be a non-negative integer (the position of the first token), got -1'),
+    ('2d_many', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)(torch.zeros(5, 8)), ValueError, 'x has 5 patches (shape (5, 8)) but the grid holds height * width = 2 * 2 = 4'),
+    ('2d_many_off', lambda: positional.Sinusoidal2DPositionalEncoding(8, 2, 2)(torch.zeros(4, 8), offset=1), ValueError, 'x has 4 patches (shape (4, 8)) from offset 1 but the grid holds height * width = 2 * 2 = 4'),
+    ('shaw_d', lambda: positional.ShawRelativePositionalBias(0), ValueError, 'd_head must be a positive integer, got 0'),
+    ('shaw_k', lambda: positional.ShawRelativePositionalBias(4, max_distance=0), ValueError, 'max_distance must be a positive integer, got 0'),
+    ('shaw_h', lambda: positional.ShawRelativePositionalBias(4, num_heads=0), ValueError, 'num_heads must be a positive integer, got 0'),
+    ('shaw_q_list', lambda: positional.ShawRelativePositionalBias(4).score_bias([1.0], 0, 3), TypeError, 'q must be a torch.Tensor, got list'),
+    ('shaw_q_3d', lambda: positional.ShawRelativePositionalBias(4).score_bias(torch.zeros(2, 3, 4), 0, 3), ValueError, 'q must have shape (B, H, L, E), got (2, 3, 4)'),
+    ('shaw_q_heads', lambda: positional.ShawRelativePositionalBias(4, num_heads=2).score_bias(torch.zeros(1, 3, 2, 4), 0, 2), ValueError, 'q has 3 heads (shape (1, 3, 2, 4), (B, H, L, E)) but the encoding was built with num_heads=2'),
+    ('shaw_q_E', lambda: positional.ShawRelativePositionalBias(4).score_bias(torch.zeros(1, 2, 2, 3), 0, 2), ValueError, 'q has last dimension 3 (shape (1, 2, 2, 3)), expected 4 (d_head of the positional encoding)'),
+    ('shaw_off', lambda: positional.ShawRelativePositionalBias(4).score_bias(torch.zeros(1, 2, 2, 4), -1, 2), ValueError, 'q_offset must be a non-negative integer (the position of the first token), got -1'),
+    ('t5_float', lambda: positional.t5_bucket(torch.zeros(2), True, 32, 128), TypeError, 'relative_position must be an integer tensor (j - i), got dtype torch.float32'),
+    ('t5_m', lambda: positional.t5_bucket(torch.zeros(2, dtype=torch.long), True, 32, 8), ValueError, 'max_distance (8) must exceed the 8 exactly-bucketed distances (num_buckets=32)'),
+    ('t5_h', lambda: positional.T5RelativePositionBias(0), ValueError, 'num_heads must be a positive integer, got 0'),
+    ('t5_off', lambda: positional.T5RelativePositionBias(2).score_bias(torch.zeros(1, 2, 2, 4), -1, 2), ValueError, 'q_offset must be a non-negative integer (the position of the first token), got -1'),
+    ('alibi_off', lambda: positional.ALiBi(2).score_bias(torch.zeros(1, 2, 2, 4), -1, 2), ValueError, 'q_offset must be a non-negative integer (the position of the first token), got -1'),
+    ('rope_d', lambda: positional.RotaryPositionalEncoding(0), ValueError, 'd_head must be a positive integer, got 0'),
+    ('rope_odd', lambda: positional.RotaryPositionalEncoding(3), ValueError, 'RoPE rotates pairs of dimensions, so d_head must be even, got d_head=3'),
+    ('rope_base', lambda: positional.RotaryPositionalEncoding(4, base=-1.0), ValueError, 'base must be a positive number (the wavelength base, 10000 in the paper), got -1.0'),
+    ('rope_x_list', lambda: positional.RotaryPositionalEncoding(4).rotate([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
+    ('rope_x_1d', lambda: positional.RotaryPositionalEncoding(4).rotate(torch.zeros(4)), ValueError, 'x must have at least 2 dimensions, got shape (4)'),
+    ('rope_x_int', lambda: positional.RotaryPositionalEncoding(4).rotate(torch.zeros(2, 4, dtype=torch.long)), TypeError, 'x must be a floating-point tensor, got dtype torch.int64'),
+    ('rope_x_dim', lambda: positional.RotaryPositionalEncoding(4).rotate(torch.zeros(2, 6)), ValueError, 'x has last dimension 6 (shape (2, 6)), expected 4 (d_head of the rotary encoding)'),
+    ('rope_off', lambda: positional.RotaryPositionalEncoding(4).rotate(torch.zeros(2, 4), offset=-1), ValueError, 'offset must be a non-negative integer (the position of the first token), got -1'),
+    ('rope_pos', lambda: positional.RotaryPositionalEncoding(4).rotation_matrix(-1), ValueError, 'pos must be a non-negative integer (the position to rotate by), got -1'),
+]
+
+
+@pytest.mark.parametrize(("case", "call", "error", "message"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_every_bad_input_is_named_in_full(case, call, error, message):
+    with pytest.raises(error) as e:
+        call()
+    assert str(e.value) == message
+
+
+def test_the_smallest_tables_and_the_longest_sequences_that_fit_are_accepted():
+    assert sinusoidal_table(1, 1).shape == (1, 1)
+    enc = attn.SinusoidalPositionalEncoding(4, max_len=3)
+    assert enc(torch.zeros(3, 4)).shape == (3, 4)  # L == max_len fits; 2-D x (unbatched) too
+    assert_close(enc.encoding(2), enc.pe[:2])  # offset defaults to 0
+    assert_close(enc.encoding(2, offset=1), enc.pe[1:3])
+    learned = LearnedPositionalEncoding(4, max_len=4)
+    assert_close(learned.encoding(2), learned.embedding.weight[:2], rtol=0, atol=0)
+    assert learned(torch.zeros(4, 4)).shape == (4, 4)
+    grid = Sinusoidal2DPositionalEncoding(8, 2, 2)
+    assert_close(grid(torch.zeros(3, 8), offset=1), grid.pe[1:4])
+
+
+def test_defaults_are_the_papers():
+    enc = attn.SinusoidalPositionalEncoding(8)
+    assert enc.max_len == 4096 and enc.base == 10000.0
+    assert_close(enc.pe, sinusoidal_table(4096, 8, 10000.0), rtol=0, atol=0)
+    assert Sinusoidal2DPositionalEncoding(8, 2, 2).base == 10000.0
+    assert RotaryPositionalEncoding(4).base == 10000.0
+    assert ShawRelativePositionalBias(4).max_distance == 16
+    t5 = T5RelativePositionBias(2)
+    assert (t5.num_buckets, t5.max_distance, t5.bidirectional) == (32, 128, True)
+    # the base reaches the tables
+    assert not torch.equal(sinusoidal_table(8, 8, 100.0), sinusoidal_table(8, 8))
+    assert not torch.equal(Sinusoidal2DPositionalEncoding(8, 2, 2, base=100.0).pe, Sinusoidal2DPositionalEncoding(8, 2, 2).pe)
+
+
+def test_tables_are_computed_in_float64_so_far_positions_are_exact_in_float32():
+    """At position 4000 a float32 angle is off by ~1e-4 rad; the tables compute in float64 first."""
+    n, d = 4096, 16
+    pos = torch.arange(n, dtype=torch.float64)[:, None]
+    freq = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    ref = torch.zeros(n, d, dtype=torch.float64)
+    ref[:, 0::2], ref[:, 1::2] = torch.sin(pos * freq), torch.cos(pos * freq)
+    assert_close(sinusoidal_table(n, d), ref.float(), rtol=0, atol=2e-7)
+    rope = RotaryPositionalEncoding(d)
+    assert_close(rope.angles(8, offset=4000), pos[4000:4008] * freq, rtol=0, atol=1e-9)
+    rows = sinusoidal_table(2, 4)  # the 2-D grid is built from float64 1-D tables too
+    grid = Sinusoidal2DPositionalEncoding(8, 2, 2).pe
+    assert_close(grid[1], torch.cat([rows[0], rows[1]]))
+
+
+def test_encodings_keep_the_input_dtype_and_device():
+    for enc in (attn.SinusoidalPositionalEncoding(4), LearnedPositionalEncoding(4, 8), Sinusoidal2DPositionalEncoding(4, 2, 2)):
+        for dtype in (torch.float16, torch.bfloat16, torch.float64):
+            assert enc(torch.zeros(3, 4, dtype=dtype)).dtype == dtype
+    rope = RotaryPositionalEncoding(4)
+    assert rope.angles(3, device="meta").device.type == "meta"
+    assert rope.rotate(torch.zeros(1, 3, 4, device="meta")).device.type == "meta"
+    assert_close(rope.rotate(torch.ones(3, 4)), rope.rotate(torch.ones(3, 4), offset=0))
+    assert not torch.equal(rope.rotate(torch.ones(3, 4)), rope.rotate(torch.ones(3, 4), offset=1))
+    q = torch.zeros(1, 2, 3, 4, device="meta")
+    for bias in (ShawRelativePositionalBias(4), T5RelativePositionBias(2), ALiBi(2)):
+        bias.to("meta")
+        assert bias.score_bias(q, 0, 3).device.type == "meta"
+
+
+def test_buffers_are_not_saved_and_parameters_have_their_shapes_and_scale():
+    assert "pe" not in Sinusoidal2DPositionalEncoding(8, 2, 2).state_dict()
+    assert "slopes" not in ALiBi(4).state_dict()
+    shared, per_head = ShawRelativePositionalBias(8, max_distance=5), ShawRelativePositionalBias(8, num_heads=3, max_distance=5)
+    assert shared.vectors.shape == (11, 8) and per_head.vectors.shape == (3, 11, 8)
+    big = ShawRelativePositionalBias(64, num_heads=4, max_distance=64)
+    assert 0.019 < big.vectors.std().item() < 0.021
+    assert 0.018 < T5RelativePositionBias(16, num_buckets=64).embedding.weight.std().item() < 0.022
+
+
+def test_index_and_buckets_default_to_queries_from_position_zero():
+    shaw = ShawRelativePositionalBias(4, max_distance=2)
+    assert torch.equal(shaw.index(3, 3), shaw.index(3, 3, 0))
+    assert not torch.equal(shaw.index(3, 3), shaw.index(3, 3, 1))
+    t5 = T5RelativePositionBias(2)
+    assert torch.equal(t5.buckets(3, 3), t5.buckets(3, 3, 0))
+    assert not torch.equal(t5.buckets(3, 3), t5.buckets(3, 3, 1))
+    assert_close(RotaryPositionalEncoding(4).rotation_matrix(0), torch.eye(4))
+
+
+def test_t5_max_distance_must_exceed_the_exact_buckets_by_at_least_one():
+    t5_bucket(torch.zeros(2, dtype=torch.long), True, 32, 9)  # m = 8 exact buckets, max_distance 9: fine
+    with pytest.raises(ValueError, match=r"max_distance \(8\) must exceed"):
+        t5_bucket(torch.zeros(2, dtype=torch.long), True, 32, 8)

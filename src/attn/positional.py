@@ -570,7 +570,7 @@ class RotaryPositionalEncoding(nn.Module):
 
         For teaching; :meth:`rotate` never builds it.
         """
-        _checks.non_negative_int("pos", pos, " (the position of the first token)")
+        _checks.non_negative_int("pos", pos, " (the position to rotate by)")
         angle = self.angles(1, pos)[0]  # (E/2,)
         c, s = angle.cos(), angle.sin()
         blocks = torch.stack([torch.stack([c, -s], -1), torch.stack([s, c], -1)], -2)  # (E/2, 2, 2)
