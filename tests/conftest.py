@@ -10,7 +10,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # as they were when the stored outputs were made.
 os.environ.setdefault("ATTN_QUIET", "1")
 
-from scripts import fresh_env, notebooks  # noqa: E402  (after ATTN_QUIET is set)
 
 
 def pytest_addoption(parser):
@@ -32,12 +31,16 @@ def pytest_configure(config):
     if config.getoption("--fresh-env") and FRESH_ENV not in os.environ:
         import tempfile
 
+        from scripts import fresh_env, notebooks  # only here: scripts/mutate.py runs the tests without scripts/
+
         work = pathlib.Path(tempfile.mkdtemp(prefix="attn-fresh-"))
         config._attn_fresh_work = work
         py = fresh_env.create(work, notebooks.chapters())
         os.environ["JUPYTER_PATH"] = str(fresh_env.kernelspec(py, work, env=fresh_env.KERNEL_ENV))
         os.environ[FRESH_ENV] = str(work)
     if os.environ.get(FRESH_ENV) and config.pluginmanager.hasplugin("nbval") and config.getoption("--nbval", False):
+        from scripts import fresh_env
+
         config.option.nbval_current_env = False
         config.option.nbval_kernel_name = fresh_env.KERNEL_NAME
 
