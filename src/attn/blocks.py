@@ -13,6 +13,7 @@ Pre-LN (most modern models):   ``x = x + Sublayer(LN(x))``
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 
 import torch
@@ -21,21 +22,36 @@ from torch import nn
 
 from attn.attention import KVCache, MultiHeadAttention
 
-__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer"]
+__all__ = ["ACTIVATIONS", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer",
+           "activation_function"]
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+#: The activations a layer accepts by name, the one table of the package: PyTorch's two
+#: (``"relu"``, ``"gelu"``, the exact erf GELU) and the names Hugging Face configs use for the tanh
+#: approximation of GELU (``"gelu_new"`` in GPT-2, ``"gelu_pytorch_tanh"``).
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_new": functools.partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
 
 Activation = str | Callable[[torch.Tensor], torch.Tensor]
 
 
-def _activation(activation: Activation) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The function for ``"relu"``/``"gelu"``, or the callable itself (e.g. ``nn.GELU("tanh")``)."""
+def activation_function(activation: Activation) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The function named ``activation`` in :data:`ACTIVATIONS`, or the callable itself (a function
+    or an ``nn.Module`` such as ``nn.GELU(approximate="tanh")``).
+
+    Raises:
+        ValueError: an unknown name. TypeError: neither a name nor a callable.
+    """
     if isinstance(activation, str):
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        return _ACTIVATIONS[activation]
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        return ACTIVATIONS[activation]
     if not callable(activation):
-        raise TypeError(f"activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+        raise TypeError(f"activation must be a name in attn.blocks.ACTIVATIONS or a callable, got "
+                        f"{type(activation).__name__}")
     return activation
 
 
@@ -48,8 +64,9 @@ class FeedForward(nn.Module):
     """Position-wise feed-forward network: ``W_2 · act(W_1 x + b_1) + b_2``, the same MLP at
     every position. ``(B, L, D) -> (B, L, D)`` through a hidden width ``d_ff``.
 
-    ``activation`` is ``"relu"``, ``"gelu"`` or any callable (a function or an ``nn.Module``
-    such as ``nn.GELU(approximate="tanh")``), as PyTorch's layers accept.
+    ``activation`` is a name in :data:`ACTIVATIONS` (``"relu"``, ``"gelu"``, ...) or any callable
+    (a function or an ``nn.Module`` such as ``nn.GELU(approximate="tanh")``), as PyTorch's layers
+    accept; ``bias=False`` builds both linear layers without biases (T5).
     """
 
     def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: Activation = "relu",
@@ -57,7 +74,7 @@ class FeedForward(nn.Module):
         super().__init__()
         _positive_int("d_model", d_model)
         _positive_int("d_ff", d_ff)
-        self._act = _activation(activation)  # an nn.Module activation is registered as a submodule
+        self._act = activation_function(activation)  # an nn.Module activation is registered as a submodule
         self.activation = activation if isinstance(activation, str) else None  # the name, when it has one
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
@@ -342,7 +359,7 @@ def _torch_activation(layer) -> Activation:
     """PyTorch's activation as ours: ``"relu"``/``"gelu"`` for its two named ones, otherwise the
     callable itself (a copy of a module), so that e.g. tanh-approximate GELU stays exactly that."""
     act = layer.activation
-    for name, fn in _ACTIVATIONS.items():
+    for name, fn in ACTIVATIONS.items():
         if act is fn:
             return name
     return copy.deepcopy(act) if isinstance(act, nn.Module) else act

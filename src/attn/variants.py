@@ -19,47 +19,17 @@ ViT        bidirectional self over patches      learned (or 2-D sin-cos)        
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attn import masks
 from attn.attention import KVCache, MultiHeadAttention
-from attn.blocks import EncoderLayer, FeedForward
+from attn.blocks import ACTIVATIONS, EncoderLayer, FeedForward, activation_function
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
 
 __all__ = ["BERT", "GPT", "T5", "ViT", "comparison", "comparison_markdown"]
-
-# Activations by the names Hugging Face configs use. "gelu" is the exact (erf) GELU; "gelu_new"
-# (GPT-2) and "gelu_pytorch_tanh" are the tanh approximation.
-_ACTS = {
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "gelu_new": functools.partial(F.gelu, approximate="tanh"),
-    "gelu_pytorch_tanh": functools.partial(F.gelu, approximate="tanh"),
-}
-
-
-def _feed_forward(d_model: int, d_ff: int, activation: str, dropout: float, bias: bool = True) -> FeedForward:
-    """An :class:`attn.blocks.FeedForward` with any activation of ``_ACTS`` and optional biases."""
-    if activation not in _ACTS:
-        raise ValueError(f"activation must be one of {sorted(_ACTS)}, got {activation!r}")
-    ff = FeedForward(d_model, d_ff, dropout=dropout)
-    ff.activation, ff._act = activation, _ACTS[activation]
-    if not bias:  # T5: no biases anywhere
-        ff.linear1.bias = None
-        ff.linear2.bias = None
-    return ff
-
-
-def _encoder_layer(d_model, num_heads, d_ff, *, activation, dropout, norm_first, eps) -> EncoderLayer:
-    layer = EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, eps=eps)
-    layer.ff = _feed_forward(d_model, d_ff, activation, dropout)
-    return layer
-
 
 # --- from_hf helpers --------------------------------------------------------------------------
 
@@ -100,8 +70,8 @@ def _require(config, option: str, ok, supported: str) -> None:
 
 def _activation_name(config, option: str) -> str:
     value = getattr(config, option)
-    if value not in _ACTS:
-        raise ValueError(f"unsupported configuration: {option}={value!r} (attn supports {sorted(_ACTS)})")
+    if value not in ACTIVATIONS:
+        raise ValueError(f"unsupported configuration: {option}={value!r} (attn supports {sorted(ACTIVATIONS)})")
     return value
 
 
@@ -160,12 +130,12 @@ class BERT(nn.Module):
         self.embed_norm = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
-                           norm_first=False, eps=eps) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                         norm_first=False, eps=eps) for _ in range(num_layers))
         self.pooler = nn.Linear(d_model, d_model) if pooler else None
         # MLM head: dense + activation + LayerNorm, then the (tied) embedding matrix and a bias.
         self.mlm_dense = nn.Linear(d_model, d_model)
-        self.mlm_act = _ACTS[activation]
+        self.mlm_act = activation_function(activation)
         self.mlm_norm = nn.LayerNorm(d_model, eps=eps)
         self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
 
@@ -262,8 +232,8 @@ class GPT(nn.Module):
         self.pos = LearnedPositionalEncoding(d_model, max_len)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
-                           norm_first=True, eps=eps) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                         norm_first=True, eps=eps) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.head.weight = self.embed.weight  # tied: one matrix reads tokens in and writes them out
@@ -374,7 +344,7 @@ class T5Layer(nn.Module):
         self.norm2 = nn.RMSNorm(d_model, eps=eps) if cross else None
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=False) if cross else None
         self.norm3 = nn.RMSNorm(d_model, eps=eps)
-        self.ff = _feed_forward(d_model, d_ff, activation, dropout, bias=False)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=False)
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, memory=None, *, key_mask=None, memory_key_mask=None, is_causal: bool = False,
@@ -561,8 +531,8 @@ class ViT(nn.Module):
         self.positions = positions
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
-                           norm_first=True, eps=eps) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                         norm_first=True, eps=eps) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.pooler = nn.Linear(d_model, d_model) if pooler else None
         self.head = nn.Linear(d_model, num_classes) if num_classes else nn.Identity()
