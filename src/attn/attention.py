@@ -120,17 +120,20 @@ class SelfAttention(nn.Module):
         self.W_o = nn.Linear(d_v, d_model, bias=bias)
 
     def forward(
-        self, x: torch.Tensor, *, mask: torch.Tensor | None = None, is_causal: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Args: ``x`` ``(B, L, D)`` or ``(L, D)``; ``mask`` broadcasting to ``(B, L, L)``.
+        self, x: torch.Tensor, *, mask: torch.Tensor | None = None, is_causal: bool = False, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Args: ``x`` ``(B, L, D)`` or ``(L, D)``; ``mask`` broadcasting to ``(B, L, L)``;
+        ``need_weights``: also return the attention weights.
 
-        Returns: output ``(B, L, D)`` and weights ``(B, L, L)`` (no batch dimension if ``x`` had none).
+        Returns: output ``(B, L, D)`` and weights ``(B, L, L)`` or ``None`` (no batch dimension if
+        ``x`` had none). The weights are always computed, explicitly, as the formula above says;
+        ``need_weights`` only decides whether they are returned (the package's return convention).
         """
         _checks.tensor("x", x, min_dim=2)
         _checks.last_dim("x", x, self.d_model, "d_model")
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, L, d_k), (B, L, d_k), (B, L, d_v)
         z, weights = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, return_weights=True)
-        return self.W_o(z), weights  # (B, L, D), (B, L, L)
+        return self.W_o(z), (weights if need_weights else None)  # (B, L, D), (B, L, L) or None
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}"
