@@ -85,7 +85,17 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each with a residual connection and LayerNorm."""
+    """Self-attention then feed-forward, each with a residual connection and LayerNorm.
+
+    Args:
+        d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width.
+        dropout: on the attention weights, inside the feed-forward and on each sublayer's output.
+        activation: the feed-forward's, a name in :data:`ACTIVATIONS` or a callable.
+        norm_first: pre-LN (``x + Sublayer(LN(x))``) instead of post-LN (``LN(x + Sublayer(x))``).
+        eps: the LayerNorms' epsilon.
+        positional: an encoding that acts inside attention (see :class:`attn.MultiHeadAttention`).
+        bias: biases in the attention projections, the feed-forward and the LayerNorms.
+    """
 
     def __init__(
         self,
@@ -138,7 +148,8 @@ class EncoderLayer(nn.Module):
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output (``memory``), feed-forward;
-    each with a residual connection and LayerNorm."""
+    each with a residual connection and LayerNorm. The constructor's arguments are those of
+    :class:`EncoderLayer` (``positional`` acts in the self-attention only)."""
 
     def __init__(
         self,
