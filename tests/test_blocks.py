@@ -266,3 +266,29 @@ def test_no_module_assigns_another_objects_private_attributes():
                                                                       and a.value.id in ("self", "cls"))):
                         offenders.append(f"{path.name}:{a.lineno} {ast.unparse(a)}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_rms_norm_is_a_constructor_choice(norm_first):
+    torch.manual_seed(0)
+    layer = EncoderLayer(D, H, FF, dropout=0.0, norm="rms", norm_first=norm_first, bias=False, eps=1e-6).eval()
+    assert isinstance(layer.norm1, nn.RMSNorm) and isinstance(layer.norm2, nn.RMSNorm) and layer.norm1.eps == 1e-6
+    x = torch.randn(2, 5, D)
+
+    def rms(n, h):
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * n.weight
+
+    def sa(h):
+        return layer.self_attn(h)[0]
+
+    if norm_first:
+        h = x + sa(rms(layer.norm1, x))
+        expected = h + layer.ff(rms(layer.norm2, h))
+    else:
+        h = rms(layer.norm1, x + sa(x))
+        expected = rms(layer.norm2, h + layer.ff(h))
+    assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+    dec = DecoderLayer(D, H, FF, norm="rms")
+    assert all(isinstance(n, nn.RMSNorm) for n in (dec.norm1, dec.norm2, dec.norm3))
+    with pytest.raises(ValueError, match=r"norm must be 'layer' or 'rms', got 'batch'"):
+        EncoderLayer(D, H, FF, norm="batch")

@@ -55,6 +55,16 @@ def activation_function(activation: Activation) -> Callable[[torch.Tensor], torc
     return activation
 
 
+def _norm(norm: str, d_model: int, eps: float, bias: bool) -> nn.Module:
+    """``"layer"``: LayerNorm (with a bias when ``bias``); ``"rms"``: RMSNorm, which rescales
+    without re-centring and has no bias (T5)."""
+    if norm == "layer":
+        return nn.LayerNorm(d_model, eps=eps, bias=bias)
+    if norm == "rms":
+        return nn.RMSNorm(d_model, eps=eps)
+    raise ValueError(f"norm must be 'layer' or 'rms', got {norm!r}")
+
+
 def _positive_int(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
@@ -85,14 +95,15 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each with a residual connection and LayerNorm.
+    """Self-attention then feed-forward, each with a residual connection and a norm.
 
     Args:
         d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width.
         dropout: on the attention weights, inside the feed-forward and on each sublayer's output.
         activation: the feed-forward's, a name in :data:`ACTIVATIONS` or a callable.
         norm_first: pre-LN (``x + Sublayer(LN(x))``) instead of post-LN (``LN(x + Sublayer(x))``).
-        eps: the LayerNorms' epsilon.
+        norm: ``"layer"`` (LayerNorm) or ``"rms"`` (RMSNorm, no bias, as in T5).
+        eps: the norms' epsilon.
         positional: an encoding that acts inside attention (see :class:`attn.MultiHeadAttention`).
         bias: biases in the attention projections, the feed-forward and the LayerNorms.
     """
@@ -109,13 +120,14 @@ class EncoderLayer(nn.Module):
         eps: float = 1e-5,
         positional: nn.Module | None = None,
         bias: bool = True,
+        norm: str = "layer",
     ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
         self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm1 = _norm(norm, d_model, eps, bias)
+        self.norm2 = _norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -163,15 +175,16 @@ class DecoderLayer(nn.Module):
         eps: float = 1e-5,
         positional: nn.Module | None = None,
         bias: bool = True,
+        norm: str = "layer",
     ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
         self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm3 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm1 = _norm(norm, d_model, eps, bias)
+        self.norm2 = _norm(norm, d_model, eps, bias)
+        self.norm3 = _norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
