@@ -42,6 +42,8 @@ def activation_function(activation: Activation) -> Callable[[torch.Tensor], torc
     """The function named ``activation`` in :data:`ACTIVATIONS`, or the callable itself (a function
     or an ``nn.Module`` such as ``nn.GELU(approximate="tanh")``).
 
+    Shape: the function acts elementwise, ``(..., d_ff)`` in, the same shape out.
+
     Raises:
         ValueError: an unknown name. TypeError: neither a name nor a callable.
     """
