@@ -29,7 +29,7 @@ def build(d_model: int = 256, num_layers: int = 4, num_heads: int = 4, vocab: in
           seed: int = 0) -> attn.models.TokenModel:
     torch.manual_seed(seed)
     model = attn.models.TokenModel(vocab, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                   causal=True, max_len=max_len)
+                                   is_causal=True, max_len=max_len)
     return model.eval()
 
 

@@ -7,7 +7,7 @@ against recomputation, each pair measured side by side in one run.
    (64, 256, 1024) and width ``D`` (128, 256, 512), with ``H = D / 64`` heads; plus a tiny input
    (B 1, L 4, D 16, H 2) that shows the per-call overhead. Goal: ours at most 1.1x PyTorch's time
    at every shape.
-2. **Cached decoding.** ``TokenModel(64, d_model=256, num_heads=4, num_layers=4, causal=True)``
+2. **Cached decoding.** ``TokenModel(64, d_model=256, num_heads=4, num_layers=4, is_causal=True)``
    (random weights, seeded) continues a 16-token prompt by 512 tokens, batch 1, with one
    ``KVCache`` per layer and by recomputing every position at every step; the tokens must be
    identical. Goal: the cache at least 15x faster (median of rounds).
@@ -85,7 +85,7 @@ def decoding_model(d_model: int = 256, num_heads: int = 4, num_layers: int = 4, 
                    max_len: int = 640, seed: int = 0) -> attn.models.TokenModel:
     torch.manual_seed(seed)
     return attn.models.TokenModel(vocab, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                  causal=True, max_len=max_len).eval()
+                                  is_causal=True, max_len=max_len).eval()
 
 
 def decoding(n_new: int, rounds: int, prompt_len: int = 16) -> dict:

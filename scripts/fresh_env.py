@@ -143,13 +143,23 @@ def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
     return info
 
 
-def kernelspec(py: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
+KERNEL_NAME = "attn-fresh"
+# What `make test`'s kernel adds to the environment it inherits: glue writes myst-nb's records, so
+# that nbval compares them with the stored ones (attn.notebook.glue), and nothing points back at
+# the project's packages.
+KERNEL_ENV = {"ATTN_GLUE_RECORDS": "1", "PYTHONPATH": "", "PYTHONHOME": "", "ATTN_QUIET": "1",
+              "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def kernelspec(py: pathlib.Path, work: pathlib.Path, env: dict[str, str] | None = None) -> pathlib.Path:
+    """A Jupyter kernel named `attn-fresh` running `py`, in work/jupyter (give it as JUPYTER_PATH);
+    `env`: variables the kernel sets on top of the ones it inherits."""
     home = work / "jupyter"
-    spec = home / "kernels" / "attn-fresh"
+    spec = home / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "attn (fresh environment)", "language": "python",
+        "display_name": "attn (fresh environment)", "language": "python", **({"env": env} if env else {}),
     }))
     return home
 
@@ -169,6 +179,7 @@ def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, job
     home = kernelspec(py, work)
     runner = pathlib.Path(sys.executable).parent / "jupyter-execute"
     rundir = work / "run"
+    work.mkdir(parents=True, exist_ok=True)
     pending = _editions(paths, rundir)
     results: dict[str, dict] = {}
     running: list[tuple[str, subprocess.Popen, float, pathlib.Path]] = []
@@ -177,7 +188,7 @@ def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, job
         while pending and len(running) < jobs:
             name = pending.pop(0)
             log = work / f"{name}.log"
-            cmd = [str(runner), "--kernel_name=attn-fresh", "--timeout=600", name]
+            cmd = [str(runner), f"--kernel_name={KERNEL_NAME}", "--timeout=600", name]
             proc = subprocess.Popen(cmd, cwd=rundir, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
             running.append((name, proc, time.perf_counter(), log))
         time.sleep(0.5)
@@ -199,7 +210,7 @@ def nbval(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, jobs:
     names = _editions(paths, rundir)
     env = clean_env(JUPYTER_PATH=str(home))
     del env["MPLBACKEND"]  # the kernel's inline backend shows the figures, whose text/plain nbval compares
-    return nbval_runs.run(names, env=env, cwd=rundir, jobs=jobs, kernel="attn-fresh")
+    return nbval_runs.run(names, env=env, cwd=rundir, jobs=jobs, kernel=KERNEL_NAME)
 
 
 def main(argv: list[str]) -> int:

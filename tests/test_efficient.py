@@ -264,8 +264,8 @@ def test_tiled_backward_into_a_learned_additive_mask(needs_grad):
 @pytest.mark.parametrize("window,block", [(1, None), (4, None), (4, 7), (16, 16), (200, None)])
 def test_banded_equals_full_attention_under_sliding_window_mask(causal, window, block):
     q, k, v = qkv(2, 3, 90, 8, dtype=torch.float64)
-    out = ef.banded_attention(q, k, v, window=window, causal=causal, block_size=block)
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.sliding_window(90, window=window, causal=causal))
+    out = ef.banded_attention(q, k, v, window=window, is_causal=causal, block_size=block)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.sliding_window(90, window=window, is_causal=causal))
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
 
 
@@ -335,7 +335,7 @@ def _kernel_attention_quadratic(q, k, v, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_linear_attention_equals_its_quadratic_form(causal):
     q, k, v = qkv(2, 3, 50, 8, dtype=torch.float64)
-    out = ef.linear_attention(q, k, v, causal=causal, chunk_size=16)
+    out = ef.linear_attention(q, k, v, is_causal=causal, chunk_size=16)
     torch.testing.assert_close(out, _kernel_attention_quadratic(q, k, v, causal), atol=1e-10, rtol=1e-10)
 
 
@@ -343,7 +343,7 @@ def test_linear_attention_equals_its_quadratic_form(causal):
 def test_causal_linear_attention_recurrent_equals_parallel(chunk):
     q, k, v = qkv(2, 2, 33, 8, dtype=torch.float64)
     torch.testing.assert_close(ef.linear_attention_recurrent(q, k, v),
-                               ef.linear_attention(q, k, v, causal=True, chunk_size=chunk), atol=1e-10, rtol=1e-10)
+                               ef.linear_attention(q, k, v, is_causal=True, chunk_size=chunk), atol=1e-10, rtol=1e-10)
 
 
 def test_causal_linear_attention_ignores_the_future():
@@ -351,8 +351,8 @@ def test_causal_linear_attention_ignores_the_future():
     k2, v2 = k.clone(), v.clone()
     k2[..., 10:, :] += 5
     v2[..., 10:, :] -= 3
-    a = ef.linear_attention(q, k, v, causal=True, chunk_size=8)
-    b = ef.linear_attention(q, k2, v2, causal=True, chunk_size=8)
+    a = ef.linear_attention(q, k, v, is_causal=True, chunk_size=8)
+    b = ef.linear_attention(q, k2, v2, is_causal=True, chunk_size=8)
     torch.testing.assert_close(a[..., :10, :], b[..., :10, :])
 
 
@@ -451,7 +451,7 @@ def test_checkpointing_keeps_results_and_gradients_and_saves_activation_memory()
 @pytest.mark.parametrize("kind,kwargs", [("full", {}), ("tiled", {}), ("window", {"window": 100})])
 def test_swapped_exact_kinds_give_the_model_its_original_output(kind, kwargs):
     torch.manual_seed(0)
-    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=30, causal=True).eval()
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=30, is_causal=True).eval()
     tokens = torch.randint(0, 20, (2, 30))
     expected = model(tokens)
     ef.swap_attention(model, kind, **kwargs)
@@ -541,6 +541,57 @@ def test_delayed_copy_targets_are_the_tokens_delay_back():
     assert (targets[:, :5] == -100).all()
 
 
+def _segment_reference(model, tokens, mems=None):
+    """The pre-LN forward with a memory written out step by step, without dropout (the former
+    implementation), for comparison in eval mode."""
+    x = model.embed(tokens)
+    for i, layer in enumerate(model.layers):
+        h = layer.norm1(x)
+        ctx = h if mems is None else torch.cat([layer.norm1(mems[i]), h], dim=1)  # (B, M + T, D)
+        x = x + layer.self_attn(h, ctx, ctx, mask=model.relative_bias(i, h.shape[1], ctx.shape[1]))[0]
+        x = x + layer.ff(layer.norm2(x))
+    return model.head(model.norm(x))
+
+
+def test_segment_recurrence_in_eval_equals_the_pre_ln_forward_written_out():
+    torch.manual_seed(0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 2, max_distance=6, dropout=0.3).eval()
+    torch.nn.init.normal_(model.rel_bias)
+    a, b = torch.randint(0, 16, (2, 9)), torch.randint(0, 16, (2, 7))
+    out, mems = model(a)
+    torch.testing.assert_close(out, _segment_reference(model, a), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(b, mems)[0], _segment_reference(model, b, mems), atol=1e-5, rtol=1e-5)
+    grads = []
+    for forward in (lambda: model(b, mems)[0], lambda: _segment_reference(model, b, mems)):
+        model.zero_grad()
+        forward().square().sum().backward()  # the memory's keys and values train the projections too
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for new, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(new, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_segment_recurrence_applies_the_blocks_dropout_in_training():
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 16, (2, 8))
+    for p in (0.0, 0.5):
+        model = ef.SegmentRecurrentLM(16, 16, 2, 2, dropout=p)
+        _, mems = model(tokens)
+        outs = []
+        for _ in range(2):
+            torch.manual_seed(1)
+            outs.append(model.train()(tokens, mems)[0])
+        evald = model.eval()(tokens, mems)[0]
+        torch.testing.assert_close(outs[0], outs[1])  # one seed, one dropout draw
+        if p == 0.0:
+            torch.testing.assert_close(outs[0], evald)
+        else:
+            assert (outs[0] - evald).abs().max() > 1e-2  # the blocks' dropouts act in training mode
+            for layer in model.layers:  # the block's own residual dropouts: turning them off changes the output
+                layer.dropout1.p = layer.dropout2.p = 0.0
+            torch.manual_seed(1)
+            assert not torch.allclose(model.train()(tokens, mems)[0], outs[0])
+
+
 def test_recurrence_errors_name_the_argument():
     with pytest.raises(ValueError, match="max_distance"):
         ef.SegmentRecurrentLM(16, max_distance=0)
@@ -583,7 +634,7 @@ def test_swap_attention_refuses_positions_that_act_inside_attention(make_pos):
 
 def test_swap_attention_keeps_bias_free_projections_and_the_dtype():
     torch.manual_seed(0)
-    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=12, causal=True)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=12, is_causal=True)
     for block in model.layers:
         block.self_attn = attn.MultiHeadAttention(16, 2, bias=False)
     model = model.double().eval()

@@ -175,6 +175,40 @@ def test_glue_works_without_myst_nb(root):
     assert out.stdout.strip() == "glued"
 
 
+GLUE_OUTPUTS = (
+    "import json, sys\n"
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "from IPython.utils.capture import capture_output\n"
+    "InteractiveShell.instance()\n"
+    "from attn.notebook import glue\n"
+    "with capture_output() as c:\n"
+    "    glue('ratio', 0.5); glue('bound', '1e-05'); glue('count', 12, display=True); glue('pair', (1, 2.5))\n"
+    "print(json.dumps([[o.data, o.metadata] for o in c.outputs]))\n"
+)
+HIDE_MYST_NB = (
+    "import sys; sys.modules['myst_nb'] = None\n"
+    "import importlib.util as u; u.find_spec = (lambda f: (lambda n, *a: None if n == 'myst_nb' else f(n, *a)))(u.find_spec)\n"
+)
+
+
+def test_glue_without_myst_nb_writes_myst_nbs_records_only_when_the_test_run_asks():
+    """make test compares the fresh environment's glue outputs (no myst-nb there) with the stored
+    ones, which myst-nb wrote: under ATTN_GLUE_RECORDS=1 they are the same outputs; unset (Colab),
+    glue shows only what display=True asks for."""
+    import os
+
+    def outputs(code, **env):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, **env})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    by_myst_nb = outputs(GLUE_OUTPUTS)
+    assert len(by_myst_nb) == 4 and by_myst_nb[0][1]["scrapbook"] == {"name": "ratio", "mime_prefix": "application/papermill.record/"}
+    assert outputs(HIDE_MYST_NB + GLUE_OUTPUTS, ATTN_GLUE_RECORDS="1") == by_myst_nb
+    assert outputs(HIDE_MYST_NB + GLUE_OUTPUTS, ATTN_GLUE_RECORDS="") == [[{"text/plain": "12"}, {}]]
+
+
 def test_require_names_the_missing_package_and_the_install_command():
     from attn.notebook import require
 

@@ -33,7 +33,7 @@ def cached_speedup(model: TokenModel, prompt: torch.Tensor, n_new: int, rounds: 
 @pytest.mark.slow  # about a minute on a loaded machine
 def test_cached_decoding_is_at_least_3x_faster_than_recomputing_every_step():
     torch.manual_seed(0)
-    model = TokenModel(64, d_model=256, num_heads=4, num_layers=1, causal=True, max_len=300).eval()
+    model = TokenModel(64, d_model=256, num_heads=4, num_layers=1, is_causal=True, max_len=300).eval()
     prompt = torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(1))
     assert torch.equal(model.generate(prompt, 32), model.generate(prompt, 32, use_cache=False))
     speedup = cached_speedup(model, prompt, 256)

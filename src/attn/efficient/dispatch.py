@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from attn import masks
 from attn.functional import scaled_dot_product_attention
 
 __all__ = ["aten_ops", "sdpa_cases", "sdpa_path"]
@@ -51,7 +52,7 @@ def sdpa_cases(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, C
     ``nn.MultiheadAttention`` case folds the heads into ``D = H * E``.
     """
     L, D = q.shape[-2], q.shape[-3] * q.shape[-1]
-    causal = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
+    causal = masks.causal(L, device=q.device)  # (L, L)
     x = q.transpose(1, 2).reshape(1, L, D)  # (1, L, D)
     mha = torch.nn.MultiheadAttention(D, q.shape[-3], batch_first=True, device=q.device, dtype=q.dtype)
     return {
