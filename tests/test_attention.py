@@ -58,6 +58,7 @@ def _attention_modules():
         "MultiHeadAttention": lambda: attn.MultiHeadAttention(8, 2),
         **{f"EfficientSelfAttention({k})": (lambda k: lambda: ef.EfficientSelfAttention(
             8, 2, k, window=2, rank=4, seq_len=5))(k) for k in ef.KINDS},
+        "GroupedQueryAttention": lambda: ef.GroupedQueryAttention(8, 4, 2),
     }
 
 
@@ -80,6 +81,9 @@ def test_every_attention_module_returns_output_and_weights_or_none(name):
     assert_close(out_w, out, **TOL)
     assert w.shape == (2, 5, 5)
     assert_close(w.sum(-1), torch.ones(2, 5), **TOL)
+    per_head = {} if name == "SelfAttention" else {"average_weights": False}  # one head: nothing to average
+    _, w_causal = m(x, is_causal=True, need_weights=True, **per_head)  # (B, H, L, L), one head (B, L, L)
+    assert w_causal.dim() == (3 if name == "SelfAttention" else 4) and (w_causal.triu(1) == 0).all()
 
 
 def test_self_attention_checks_width():

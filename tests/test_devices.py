@@ -54,7 +54,7 @@ def _gqa_cached(d, t):
     gqa = build(d, t, lambda: ef.GroupedQueryAttention(8, 4, 2))
     cache = attn.KVCache()
     gqa(rnd(d, t, 2, 3, 8), is_causal=True, cache=cache)
-    return gqa(rnd(d, t, 2, 1, 8), is_causal=True, cache=cache)
+    return gqa(rnd(d, t, 2, 1, 8), is_causal=True, cache=cache, need_weights=True)
 
 
 def _positional_in_attention(make):

@@ -74,3 +74,24 @@ def test_kernels_without_weights_refuse_need_weights_by_name(kind, kwargs):
 def test_an_unknown_keyword_is_not_swallowed():
     with pytest.raises(TypeError, match="need_weight"):
         ef.EfficientSelfAttention(16, 2)(torch.randn(1, 3, 16), need_weight=True)
+
+
+@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
+def test_grouped_query_weights_are_those_of_multi_head_attention_with_the_shared_keys(num_kv_heads):
+    """GroupedQueryAttention follows the return convention: with need_weights=True its weights are
+    those of a MultiHeadAttention whose K/V heads are the grouped ones, repeated."""
+    torch.manual_seed(0)
+    mha = attn.MultiHeadAttention(16, 4).eval()
+    gqa = ef.GroupedQueryAttention.from_multi_head(mha, num_kv_heads=num_kv_heads).eval()
+    x = torch.randn(2, 6, 16)
+    out, w = gqa(x, is_causal=True, need_weights=True, average_weights=False)  # (B, H, L, S)
+    assert_close(out, gqa(x, is_causal=True)[0], atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # the MultiHeadAttention with the grouped keys/values copied into every head
+        E, g = 4, 4 // num_kv_heads
+        kv = gqa.kv_proj.weight.view(2, num_kv_heads, E, 16).repeat_interleave(g, dim=1).reshape(2, 16, 16)
+        kv_b = gqa.kv_proj.bias.view(2, num_kv_heads, E).repeat_interleave(g, dim=1).reshape(2, 16)
+        mha.in_proj.weight.copy_(torch.cat([gqa.q_proj.weight, kv[0], kv[1]]))
+        mha.in_proj.bias.copy_(torch.cat([gqa.q_proj.bias, kv_b[0], kv_b[1]]))
+    r_out, r_w = mha(x, is_causal=True, need_weights=True, average_weights=False)
+    assert_close(w, r_w, atol=1e-6, rtol=1e-5)
+    assert_close(out, r_out, atol=1e-5, rtol=1e-5)

@@ -27,7 +27,8 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``mask=attn.masks.causal(L, S)``.
 
 Return convention (one for every attention module: :class:`SelfAttention`,
-:class:`MultiHeadAttention`, :class:`attn.efficient.EfficientSelfAttention`): a call returns the pair
+:class:`MultiHeadAttention`, :class:`attn.efficient.EfficientSelfAttention`,
+:class:`attn.efficient.GroupedQueryAttention`): a call returns the pair
 ``(output, weights)``, where ``weights`` is ``None`` unless the call passes ``need_weights=True``, as
 with ``nn.MultiheadAttention(..., need_weights=False)``. Multi-head weights are averaged over heads,
 ``(B, L, S)``, or per head, ``(B, H, L, S)``, with ``average_weights=False``. A kernel that never
