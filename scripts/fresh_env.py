@@ -1,8 +1,8 @@
 """Run every chapter as a Colab reader would: a fresh virtual environment with only `attn`.
 
-    python scripts/fresh_env.py [--keep DIR] [book/x.ipynb ...]
+    python -m scripts.fresh_env [--keep DIR] [book/x.ipynb ...]
 
-    python scripts/fresh_env.py --python python3.12 --newest --nbval   # Colab's Python, newest releases
+    python -m scripts.fresh_env --python python3.12 --newest --nbval   # Colab's Python, newest releases
 
 1. Creates a new virtual environment in a temporary folder (no access to the project's .venv), with
    `uv` (pinned in requirements.txt): packages are unpacked once into uv's cache (~/.cache/uv, or
@@ -37,13 +37,10 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from scripts import nbval_runs, notebooks, reader
+from scripts.uv_args import pip_index_args
 
-import nbval_runs  # noqa: E402
-import notebooks  # noqa: E402
-import reader  # noqa: E402
-from uv_args import pip_index_args  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 BUILD_PACKAGES = ("myst_nb", "sphinx", "jupyter_book", "nbval")
 REQUIRE_CALL = re.compile(r"""require\(\s*["'](?P<name>[\w.]+)["'](?:[^)]*?pip\s*=\s*["'](?P<pip>[\w.\[\]-]+)["'])?""")
@@ -123,7 +120,8 @@ import importlib.util, json, pathlib, sys
 import attn, attn.widgets
 pkg = pathlib.Path(attn.__file__).parent
 assets = sorted(p.name for p in (pkg / "widgets").iterdir() if p.suffix in {".js", ".css"})
-print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets,
+measured = sorted(p.name for p in (pkg / "measured").glob("*")) if (pkg / "measured").is_dir() else []
+print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets, "measured": measured,
                   "build_packages": [m for m in sys.argv[1:] if importlib.util.find_spec(m)]}))
 """
 
@@ -137,6 +135,9 @@ def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
         problems.append(f"attn is not installed in the fresh environment: imported from {info['file']}")
     if info["assets"] != expected:
         problems.append(f"installed widget assets {info['assets']} differ from src/attn/widgets {expected}")
+    shipped = sorted(p.name for p in (ROOT / "benchmarks" / "measured").iterdir())
+    if info["measured"] != shipped:  # copied in by setup.py: the chapters read them in Colab
+        problems.append(f"installed measurements {info['measured']} differ from benchmarks/measured {shipped}")
     if info["build_packages"]:
         problems.append(f"book-build packages are importable in the fresh environment: {info['build_packages']}")
     info["problems"] = problems

@@ -6,10 +6,11 @@ import pytest
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 # Notebook kernels started by nbval inherit this: training loops keep their progress bars quiet,
 # as they were when the stored outputs were made.
 os.environ.setdefault("ATTN_QUIET", "1")
+
+from scripts import fresh_env, notebooks  # noqa: E402  (after ATTN_QUIET is set)
 
 
 def pytest_addoption(parser):
@@ -31,9 +32,6 @@ def pytest_configure(config):
     if config.getoption("--fresh-env") and FRESH_ENV not in os.environ:
         import tempfile
 
-        import fresh_env  # scripts/fresh_env.py
-        import notebooks  # scripts/notebooks.py
-
         work = pathlib.Path(tempfile.mkdtemp(prefix="attn-fresh-"))
         config._attn_fresh_work = work
         py = fresh_env.create(work, notebooks.chapters())
@@ -41,8 +39,6 @@ def pytest_configure(config):
         os.environ[FRESH_ENV] = str(work)
     if os.environ.get(FRESH_ENV) and config.pluginmanager.hasplugin("nbval") and config.getoption("--nbval", False):
         config.option.nbval_current_env = False
-        import fresh_env  # scripts/fresh_env.py
-
         config.option.nbval_kernel_name = fresh_env.KERNEL_NAME
 
 

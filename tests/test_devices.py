@@ -166,7 +166,7 @@ NOT_TENSOR_CODE = {
     "positional.sinusoidal_table", "positional.t5_bucket", "positional.alibi_slopes", "positional.ENCODINGS",
     "attention.record_attention",  # a context manager that records weights (covered by the modules it wraps)
     "efficient.random_keys", "efficient.delayed_copy",  # seeded CPU data, documented as such
-    "efficient.KINDS", "efficient.aten_ops", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
+    "efficient.KINDS", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
     "efficient.sdpa_cases",  # the calls whose kernel the efficient chapter records (thunks, not a computation)
     "variants.comparison", "variants.comparison_markdown",

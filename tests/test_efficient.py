@@ -7,7 +7,6 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
 
 import attn
 from attn import efficient as ef
@@ -27,12 +26,6 @@ def _one_thread():
 def qkv(*shape, seed=0, dtype=torch.float32, requires_grad=False):
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(requires_grad) for _ in range(3)]
-
-
-def flops(fn) -> int:
-    with FlopCounterMode(display=False) as fc:
-        fn()
-    return fc.get_total_flops()
 
 
 # --- tiled attention -----------------------------------------------------------------------------
@@ -87,8 +80,8 @@ def test_tiled_backward_equals_sdpa_gradients():
 
 def test_tiled_causal_skips_the_tiles_above_the_diagonal():
     q, k, v = qkv(1, 1, 256, 16)
-    full = flops(lambda: ef.tiled_attention(q, k, v, block_size=64))
-    causal = flops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=64))
+    full = attn.measure.flops(lambda: ef.tiled_attention(q, k, v, block_size=64))
+    causal = attn.measure.flops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=64))
     assert causal == full * 10 // 16  # 4 x 4 tiles, 10 on or below the diagonal
 
 
@@ -172,16 +165,16 @@ def test_tiled_updates_in_place_without_autograd_and_copies_with_it():
     place when one is; a tensor that merely exists does not ask for a gradient."""
     q, k, v = qkv(1, 2, 12, 4)
     run = lambda *t: ef.tiled_attention(*t, is_causal=True, block_size=4)  # noqa: E731
-    fast = ef.aten_ops(lambda: run(q, k, v))
+    fast = attn.measure.operators(lambda: run(q, k, v))
     assert {"masked_fill_", "baddbmm_", "exp_"} <= set(fast), fast
-    slow = ef.aten_ops(lambda: run(q.requires_grad_(), k, v))
+    slow = attn.measure.operators(lambda: run(q.requires_grad_(), k, v))
     assert not {"masked_fill_", "baddbmm_", "exp_"} & set(slow), slow
 
 
 def test_tiled_causal_with_more_queries_than_keys_computes_only_the_tiles_with_visible_keys():
     q, _, _ = qkv(1, 1, 64, 8)
     _, k, v = qkv(1, 1, 16, 8)
-    ops = ef.aten_ops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=16))
+    ops = attn.measure.operators(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=16))
     assert ops.count("bmm") == 1  # the first 48 queries see no key: their tiles are skipped
 
 
@@ -270,8 +263,8 @@ def test_banded_equals_full_attention_under_sliding_window_mask(causal, window, 
 
 
 def test_banded_cost_grows_linearly_with_length():
-    small = flops(lambda: ef.banded_attention(*qkv(1, 1, 512, 16), window=32))
-    large = flops(lambda: ef.banded_attention(*qkv(1, 1, 2048, 16), window=32))
+    small = attn.measure.flops(lambda: ef.banded_attention(*qkv(1, 1, 512, 16), window=32))
+    large = attn.measure.flops(lambda: ef.banded_attention(*qkv(1, 1, 2048, 16), window=32))
     assert large == 4 * small  # 4x the length, 4x the work (full attention: 16x)
 
 
@@ -484,7 +477,7 @@ def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
     assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=masks.causal(16))) == "fused (flash, CPU)"
     assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)) == "math (matmul + softmax)"
     assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q[0], k[0], v[0])) == "math (matmul + softmax)"
-    assert "bmm" in ef.aten_ops(lambda: attn.functional.explicit_attention(q, k, v))
+    assert "bmm" in attn.measure.operators(lambda: attn.functional.explicit_attention(q, k, v))
 
 
 def test_measured_results_the_chapter_reads_are_shipped_and_load():

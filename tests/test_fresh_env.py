@@ -12,8 +12,8 @@ import pathlib
 
 import pytest
 
-import fresh_env  # scripts/fresh_env.py
-import notebooks  # scripts/notebooks.py
+from scripts import fresh_env
+from scripts import notebooks
 
 pytestmark = pytest.mark.fresh_env
 
@@ -30,6 +30,7 @@ def test_installed_package_is_a_real_install_with_its_widget_assets_and_no_book_
     info = fresh_env.check_install(py, work)
     assert info["problems"] == []
     assert any(a.endswith(".js") for a in info["assets"]) and any(a.endswith(".css") for a in info["assets"])
+    assert "kv_cache.csv" in info["measured"] and "long_range.json" in info["measured"]  # benchmarks/measured/
 
 
 PROBE = (

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-import reader  # scripts/reader.py
+from scripts import reader
 
 TOKEN = "attn-book-test-token"
 

@@ -8,8 +8,8 @@ import sys
 import nbformat
 import pytest
 
-import notebooks  # scripts/notebooks.py
-import reader  # scripts/reader.py
+from scripts import notebooks
+from scripts import reader
 
 BUILD_IMPORT = re.compile(r"^\s*(from|import)\s+(myst_nb|sphinx|jupyter_book|sphinxcontrib|nbval)\b", re.M)
 
@@ -33,7 +33,7 @@ def test_every_chapter_has_an_up_to_date_committed_reader_edition(root, editions
     assert committed == sorted(reader.reader_path(p) for p in editions), "run `make execute` (or notebooks.py reader)"
     for path, nb in editions.items():
         assert reader.reader_path(path).read_text() == nbformat.writes(nb) + "\n", (
-            f"reader/{path.relative_to(root)} is stale: run `python scripts/notebooks.py reader`")
+            f"reader/{path.relative_to(root)} is stale: run `python -m scripts.notebooks reader`")
 
 
 def test_no_notebook_a_reader_opens_contains_myst_that_jupyter_cannot_render(root):

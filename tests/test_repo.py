@@ -12,7 +12,7 @@ import yaml
 from packaging.requirements import Requirement
 
 import attn
-import notebooks  # scripts/notebooks.py
+from scripts import notebooks
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ a local JupyterLab, or a plain Python process.
 
 The markdown of a chapter refers to recorded values as ``{glue:text}`name```. Jupyter cannot render
 that role, so readers outside the site open a *reader edition* of each chapter, in which every role
-is replaced by the value stored in the source notebook (``python scripts/notebooks.py reader``).
+is replaced by the value stored in the source notebook (``python -m scripts.notebooks reader``).
 """
 
 from __future__ import annotations
