@@ -35,7 +35,7 @@ def test_self_attention_is_the_formula():
     x = torch.randn(2, 6, 12)
     q, k, v = x @ m.W_q.weight.T, x @ m.W_k.weight.T, x @ m.W_v.weight.T
     w = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(5), -1)
-    out, weights = m(x)
+    out, weights = m(x, need_weights=True)
     assert_close(weights, w, **TOL)
     assert_close(out, (w @ v) @ m.W_o.weight.T, **TOL)
     assert out.shape == (2, 6, 12) and weights.shape == (2, 6, 6)
@@ -43,10 +43,47 @@ def test_self_attention_is_the_formula():
 
 def test_self_attention_causal_mask_blocks_the_future():
     m = attn.SelfAttention(8)
-    _, w = m(torch.randn(1, 5, 8), is_causal=True)
+    _, w = m(torch.randn(1, 5, 8), is_causal=True, need_weights=True)
     assert (w[0].triu(1) == 0).all()
-    _, w2 = m(torch.randn(1, 5, 8), mask=masks.causal(5))
+    _, w2 = m(torch.randn(1, 5, 8), mask=masks.causal(5), need_weights=True)
     assert (w2[0].triu(1) == 0).all()
+
+
+def _attention_modules():
+    """Every attention module of attn, built for D = 8, by name."""
+    from attn import efficient as ef
+
+    return {
+        "SelfAttention": lambda: attn.SelfAttention(8),
+        "MultiHeadAttention": lambda: attn.MultiHeadAttention(8, 2),
+        **{f"EfficientSelfAttention({k})": (lambda k: lambda: ef.EfficientSelfAttention(
+            8, 2, k, window=2, rank=4, seq_len=5))(k) for k in ef.KINDS},
+        "GroupedQueryAttention": lambda: ef.GroupedQueryAttention(8, 4, 2),
+    }
+
+
+@pytest.mark.parametrize("name", list(_attention_modules()))
+def test_every_attention_module_returns_output_and_weights_or_none(name):
+    """The one return convention (see the package docstring): ``(out, weights or None)``, the
+    weights only with ``need_weights=True`` (a kernel that forms none refuses by name)."""
+    torch.manual_seed(0)
+    m = _attention_modules()[name]().eval()
+    x = torch.randn(2, 5, 8)
+    result = m(x)
+    assert isinstance(result, tuple) and len(result) == 2
+    out, w = result
+    assert out.shape == (2, 5, 8) and w is None
+    try:
+        out_w, w = m(x, need_weights=True)
+    except ValueError as e:
+        assert "computes no attention weights" in str(e)
+        return
+    assert_close(out_w, out, **TOL)
+    assert w.shape == (2, 5, 5)
+    assert_close(w.sum(-1), torch.ones(2, 5), **TOL)
+    per_head = {} if name == "SelfAttention" else {"average_weights": False}  # one head: nothing to average
+    _, w_causal = m(x, is_causal=True, need_weights=True, **per_head)  # (B, H, L, L), one head (B, L, L)
+    assert w_causal.dim() == (3 if name == "SelfAttention" else 4) and (w_causal.triu(1) == 0).all()
 
 
 def test_self_attention_checks_width():
@@ -228,7 +265,7 @@ def test_self_attention_with_an_additive_mask_has_finite_gradients():
     keep = torch.ones(4, 4, dtype=torch.bool)
     keep[2] = False
     x = torch.randn(2, 4, 8, requires_grad=True)
-    out, w = m(x, mask=masks.to_additive(keep))
+    out, w = m(x, mask=masks.to_additive(keep), need_weights=True)
     assert (w[:, 2] == 0).all()
     out.pow(2).sum().backward()
     assert torch.isfinite(x.grad).all()

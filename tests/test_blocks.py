@@ -98,7 +98,7 @@ def test_base_transformer_parameter_count_matches_the_formula():
 
 
 def test_unknown_activation_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"activation must be one of \['gelu', 'relu'\], got 'tanh'"):
+    with pytest.raises(ValueError, match=r"activation must be one of \['gelu', 'gelu_new', 'gelu_pytorch_tanh', 'relu'\], got 'tanh'"):
         EncoderLayer(D, H, FF, activation="tanh")
 
 
@@ -170,7 +170,7 @@ def test_a_callable_activation_is_used_as_given():
     ff = attn.blocks.FeedForward(4, 8, activation=torch.tanh)
     x = torch.randn(3, 4)
     assert_close(ff(x), ff.linear2(torch.tanh(ff.linear1(x))))
-    with pytest.raises(TypeError, match=r"activation must be 'relu', 'gelu' or a callable, got int"):
+    with pytest.raises(TypeError, match=r"activation must be a name in attn.blocks.ACTIVATIONS or a callable, got int"):
         attn.blocks.FeedForward(4, 8, activation=3)
 
 
@@ -235,3 +235,60 @@ def test_from_torch_of_a_float64_layer_is_a_float64_copy(kind):
     assert {p.dtype for p in ours.parameters()} == {torch.float64}
     _both_train_without_dropout(ref, ours)
     assert_close(run_ours(), run_ref(), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["gelu_new", "gelu_pytorch_tanh"])
+def test_layers_take_every_activation_of_the_one_table(name):
+    """The tanh-approximate GELU that GPT-2 and others name in their configs is a public option of
+    the layers (variants used to patch it into a FeedForward's private attribute)."""
+    torch.manual_seed(0)
+    layer = EncoderLayer(D, H, FF, activation=name, dropout=0.0)
+    x = torch.randn(3, D)
+    assert layer.ff.activation == name and attn.blocks.ACTIVATIONS[name] is not None
+    ff = layer.ff
+    assert_close(ff(x), ff.linear2(torch.nn.functional.gelu(ff.linear1(x), approximate="tanh")))
+
+
+def test_no_module_assigns_another_objects_private_attributes():
+    """Compose through public constructors: ``other._x = ...`` anywhere in ``src/attn`` is a defect
+    (``self._x = ...`` and ``cls._x = ...`` are a class's own business)."""
+    import ast
+    import pathlib
+
+    offenders = []
+    for path in sorted(pathlib.Path(attn.__file__).parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for t in targets:
+                for a in ast.walk(t) if t is not None else ():
+                    if (isinstance(a, ast.Attribute) and isinstance(a.ctx, ast.Store) and a.attr.startswith("_")
+                            and not a.attr.startswith("__") and not (isinstance(a.value, ast.Name)
+                                                                      and a.value.id in ("self", "cls"))):
+                        offenders.append(f"{path.name}:{a.lineno} {ast.unparse(a)}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_rms_norm_is_a_constructor_choice(norm_first):
+    torch.manual_seed(0)
+    layer = EncoderLayer(D, H, FF, dropout=0.0, norm="rms", norm_first=norm_first, bias=False, eps=1e-6).eval()
+    assert isinstance(layer.norm1, nn.RMSNorm) and isinstance(layer.norm2, nn.RMSNorm) and layer.norm1.eps == 1e-6
+    x = torch.randn(2, 5, D)
+
+    def rms(n, h):
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * n.weight
+
+    def sa(h):
+        return layer.self_attn(h)[0]
+
+    if norm_first:
+        h = x + sa(rms(layer.norm1, x))
+        expected = h + layer.ff(rms(layer.norm2, h))
+    else:
+        h = rms(layer.norm1, x + sa(x))
+        expected = rms(layer.norm2, h + layer.ff(h))
+    assert_close(layer(x), expected, atol=1e-5, rtol=1e-5)
+    dec = DecoderLayer(D, H, FF, norm="rms")
+    assert all(isinstance(n, nn.RMSNorm) for n in (dec.norm1, dec.norm2, dec.norm3))
+    with pytest.raises(ValueError, match=r"norm must be 'layer' or 'rms', got 'batch'"):
+        EncoderLayer(D, H, FF, norm="batch")

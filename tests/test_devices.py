@@ -54,7 +54,7 @@ def _gqa_cached(d, t):
     gqa = build(d, t, lambda: ef.GroupedQueryAttention(8, 4, 2))
     cache = attn.KVCache()
     gqa(rnd(d, t, 2, 3, 8), is_causal=True, cache=cache)
-    return gqa(rnd(d, t, 2, 1, 8), is_causal=True, cache=cache)
+    return gqa(rnd(d, t, 2, 1, 8), is_causal=True, cache=cache, need_weights=True)
 
 
 def _positional_in_attention(make):
@@ -88,7 +88,8 @@ CASES = {
     "masks.from_key_padding_mask": lambda d, t: masks.from_key_padding_mask(torch.zeros(2, 4, dtype=torch.bool, device=d)),
     "masks.fully_masked_rows": lambda d, t: masks.fully_masked_rows(masks.causal(4, device=d)),
     # attention
-    "SelfAttention": lambda d, t: build(d, t, lambda: attn.SelfAttention(8))(rnd(d, t, 2, 5, 8), is_causal=True),
+    "SelfAttention": lambda d, t: build(d, t, lambda: attn.SelfAttention(8))(rnd(d, t, 2, 5, 8), is_causal=True,
+                                                                             need_weights=True),
     "MultiHeadAttention(key_mask, weights)": lambda d, t: build(d, t, lambda: attn.MultiHeadAttention(8, 2))(
         rnd(d, t, 2, 5, 8), key_mask=torch.ones(2, 5, dtype=torch.bool, device=d), is_causal=True, need_weights=True),
     "MultiHeadAttention + KVCache + RoPE": _mha_cached,
@@ -169,6 +170,7 @@ NOT_TENSOR_CODE = {
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
     "efficient.sdpa_cases",  # the calls whose kernel the efficient chapter records (thunks, not a computation)
     "variants.comparison", "variants.comparison_markdown",
+    "blocks.ACTIVATIONS", "blocks.activation_function",  # a table of functions and its lookup (the layers run them)
 }
 
 

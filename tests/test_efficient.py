@@ -381,7 +381,7 @@ def test_gqa_with_as_many_kv_heads_as_heads_equals_multi_head_attention():
     gqa = ef.GroupedQueryAttention.from_multi_head(mha)
     x = torch.randn(2, 9, 32)
     for causal in (False, True):
-        torch.testing.assert_close(gqa(x, is_causal=causal), mha(x, is_causal=causal)[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(gqa(x, is_causal=causal)[0], mha(x, is_causal=causal)[0], atol=1e-5, rtol=1e-5)
 
 
 def test_gqa_equals_multi_head_attention_with_repeated_kv_heads():
@@ -393,16 +393,17 @@ def test_gqa_equals_multi_head_attention_with_repeated_kv_heads():
     k, v = gqa.kv_proj(x).view(B, L, 2, 2, E).permute(2, 0, 3, 1, 4)
     k, v = k.repeat_interleave(4, dim=1), v.repeat_interleave(4, dim=1)  # heads 0-3 share K/V head 0
     ref = gqa.out_proj(attn.functional.explicit_attention(q, k, v, masks.causal(L))[0].transpose(1, 2).reshape(B, L, 32))
-    torch.testing.assert_close(gqa(x, is_causal=True), ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(gqa(x, is_causal=True)[0], ref, atol=1e-5, rtol=1e-5)
 
 
 def test_gqa_cached_decoding_equals_full_pass_and_cache_is_smaller():
     torch.manual_seed(0)
     gqa = ef.GroupedQueryAttention(32, 8, 2)
     x = torch.randn(1, 12, 32)
-    full = gqa(x, is_causal=True)
+    full = gqa(x, is_causal=True)[0]
     cache = attn.KVCache()
-    steps = [gqa(x[:, :5], is_causal=True, cache=cache)] + [gqa(x[:, t:t + 1], is_causal=True, cache=cache) for t in range(5, 12)]
+    steps = [gqa(x[:, :5], is_causal=True, cache=cache)[0]] + [gqa(x[:, t:t + 1], is_causal=True, cache=cache)[0]
+                                                             for t in range(5, 12)]
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
     assert cache.k.shape == (1, 2, 12, 4)
     held = cache.k.nbytes + cache.v.nbytes
@@ -663,7 +664,7 @@ def test_gqa_names_an_input_of_the_wrong_dtype(dtype):
         r"x has dtype torch.float64 but the parameters of this GroupedQueryAttention are torch.float32"
     with pytest.raises(TypeError, match=match):
         gqa(x)
-    assert gqa.double()(torch.ones(1, 3, 16, dtype=torch.float64)).dtype == torch.float64
+    assert gqa.double()(torch.ones(1, 3, 16, dtype=torch.float64))[0].dtype == torch.float64
 
 
 @pytest.mark.parametrize("L,S", [(-3, None), (0, None), (4, -1)])

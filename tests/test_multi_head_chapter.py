@@ -41,7 +41,7 @@ def test_fused_multi_head_equals_a_loop_over_single_heads_from_weight_slices(B, 
     with torch.no_grad():
         fused, fused_w = mha(x, mask=mask, need_weights=True, average_weights=False)
         fast, _ = mha(x, mask=mask)  # the fused kernel, without weights
-        per_head = [_single_head(mha, h)(x, mask=mask) for h in range(H)]
+        per_head = [_single_head(mha, h)(x, mask=mask, need_weights=True) for h in range(H)]
     looped = sum(out for out, _ in per_head)
     if bias:
         looped = looped + mha.out_proj.bias

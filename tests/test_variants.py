@@ -374,3 +374,18 @@ def test_vit_from_hf_takes_a_square_size_given_as_a_pair():
     pair = _seeded(transformers.ViTModel, vit_config(image_size=(12, 12), patch_size=[4, 4]))
     images = torch.randn(2, vit_config().num_channels, 12, 12)
     torch.testing.assert_close(ViT.from_hf(pair).encode(images), ViT.from_hf(ref).encode(images), atol=0, rtol=0)
+
+
+def test_t5_stacks_the_blocks_layers_built_with_rms_norm_and_no_biases():
+    """T5's layers are attn.blocks' EncoderLayer and DecoderLayer, chosen through their
+    constructors (pre-RMSNorm, bias=False), not a copy of them."""
+    from torch import nn
+
+    from attn.blocks import DecoderLayer, EncoderLayer
+
+    ours = T5(V, 32, 4, 2)
+    assert all(type(layer) is EncoderLayer for layer in ours.encoder)
+    assert all(type(layer) is DecoderLayer for layer in ours.decoder)
+    layer = ours.decoder[0]
+    assert layer.norm_first and all(isinstance(n, nn.RMSNorm) for n in (layer.norm1, layer.norm2, layer.norm3))
+    assert not any(name.endswith("bias") for name, _ in layer.named_parameters() if "positional" not in name)

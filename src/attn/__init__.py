@@ -25,6 +25,15 @@ when ``j <= i + S - L`` (``attn.masks.causal(L, S, offset=S - L)``), as cached d
 ``L == S`` this is the usual lower triangle and equals PyTorch; for ``L != S`` PyTorch's
 ``is_causal`` aligns top-left (``j <= i``), which in ``attn`` is the explicit
 ``mask=attn.masks.causal(L, S)``.
+
+Return convention (one for every attention module: :class:`SelfAttention`,
+:class:`MultiHeadAttention`, :class:`attn.efficient.EfficientSelfAttention`,
+:class:`attn.efficient.GroupedQueryAttention`): a call returns the pair
+``(output, weights)``, where ``weights`` is ``None`` unless the call passes ``need_weights=True``, as
+with ``nn.MultiheadAttention(..., need_weights=False)``. Multi-head weights are averaged over heads,
+``(B, L, S)``, or per head, ``(B, H, L, S)``, with ``average_weights=False``. A kernel that never
+forms the weights (tiled, windowed, linear, Linformer) refuses ``need_weights=True`` by name.
+Write ``out, _ = m(x)`` or ``out = m(x)[0]``.
 """
 
 import importlib

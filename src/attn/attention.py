@@ -120,17 +120,20 @@ class SelfAttention(nn.Module):
         self.W_o = nn.Linear(d_v, d_model, bias=bias)
 
     def forward(
-        self, x: torch.Tensor, *, mask: torch.Tensor | None = None, is_causal: bool = False
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Args: ``x`` ``(B, L, D)`` or ``(L, D)``; ``mask`` broadcasting to ``(B, L, L)``.
+        self, x: torch.Tensor, *, mask: torch.Tensor | None = None, is_causal: bool = False, need_weights: bool = False
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Args: ``x`` ``(B, L, D)`` or ``(L, D)``; ``mask`` broadcasting to ``(B, L, L)``;
+        ``need_weights``: also return the attention weights.
 
-        Returns: output ``(B, L, D)`` and weights ``(B, L, L)`` (no batch dimension if ``x`` had none).
+        Returns: output ``(B, L, D)`` and weights ``(B, L, L)`` or ``None`` (no batch dimension if
+        ``x`` had none). The weights are always computed, explicitly, as the formula above says;
+        ``need_weights`` only decides whether they are returned (the package's return convention).
         """
         _checks.tensor("x", x, min_dim=2)
         _checks.last_dim("x", x, self.d_model, "d_model")
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)  # (B, L, d_k), (B, L, d_k), (B, L, d_v)
         z, weights = scaled_dot_product_attention(q, k, v, mask=mask, is_causal=is_causal, return_weights=True)
-        return self.W_o(z), weights  # (B, L, D), (B, L, L)
+        return self.W_o(z), (weights if need_weights else None)  # (B, L, D), (B, L, L) or None
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, d_k={self.d_k}, d_v={self.d_v}"
@@ -189,11 +192,14 @@ class MultiHeadAttention(nn.Module):
         self.head_mask: torch.Tensor | None = None  # (H,) 1 keeps a head, 0 removes it (ablation)
 
     def _project(self, query, key, value):
-        """Apply W_q, W_k, W_v, with one matmul when the inputs are the same tensor."""
+        """Apply W_q, W_k, W_v and split the results into heads ``(B, H, N, E)``, with one matmul
+        when the inputs are the same tensor."""
+        if key is query and value is query:  # self-attention: one fused matmul, one view splits all three
+            B, L, _ = query.shape
+            qkv = self.in_proj(query).view(B, L, 3, self.num_heads, self.d_head)  # (B, L, 3, H, E)
+            return qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, H, L, E): views, nothing copied
         W, b = self.in_proj.weight, self.in_proj.bias
         D = self.d_model
-        if key is query and value is query:  # self-attention: one fused matmul
-            return self.in_proj(query).chunk(3, dim=-1)  # 3 x (B, L, D)
         bq, bk, bv = (None, None, None) if b is None else b.split(D)
         q = F.linear(query, W[:D], bq)  # (B, L, D)
         if key is value:  # cross-attention over one memory: keys and values in one matmul
@@ -202,7 +208,7 @@ class MultiHeadAttention(nn.Module):
         else:
             k = F.linear(key, W[D : 2 * D], bk)  # (B, S, D)
             v = F.linear(value, W[2 * D :], bv)  # (B, S, D)
-        return q, k, v
+        return self._split_heads(q), self._split_heads(k), self._split_heads(v)  # (B, H, L|S, E)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, N, _ = x.shape
@@ -276,7 +282,7 @@ class MultiHeadAttention(nn.Module):
     def _project_heads(self, query, key, value, static_cache: KVCache | None):
         """Project and split into heads; a filled static cache supplies the keys and values."""
         if static_cache is None:
-            return tuple(self._split_heads(t) for t in self._project(query, key, value))  # (B, H, L|S, E)
+            return self._project(query, key, value)  # (B, H, L|S, E)
         W, b = self.in_proj.weight, self.in_proj.bias
         D = self.d_model
         q = self._split_heads(F.linear(query, W[:D], None if b is None else b[:D]))  # (B, H, L, E)
@@ -294,8 +300,10 @@ class MultiHeadAttention(nn.Module):
 
     def _scores_mask(self, q, mask, key_mask, B: int, L: int, S: int):
         """One mask for the scores: ``mask`` and ``key_mask`` merged, plus a positional score bias."""
-        mask = self._merge_masks(mask, key_mask, B, L, S)
         pos = self.positional
+        if mask is None and key_mask is None and pos is None:  # the common case: nothing to merge
+            return None
+        mask = self._merge_masks(mask, key_mask, B, L, S)
         if pos is not None and pos.mode == "scores":
             mask = masks.add_bias(mask, pos.score_bias(q, S - L, S))  # bias (B|1, H, L, S)
         return mask
@@ -321,9 +329,8 @@ class MultiHeadAttention(nn.Module):
 
     def _check_inputs(self, query, key, value) -> None:
         param_dtype = self.in_proj.weight.dtype
-        for name, x in (("query", query), ("key", key), ("value", value)):
-            if x is None:
-                continue
+        given = (("query", query),) if key is None else (("query", query), ("key", key), ("value", value))
+        for name, x in given:
             _checks.tensor(name, x, min_dim=3)
             _checks.floating(name, x)
             if x.dtype != param_dtype and not torch.is_autocast_enabled(x.device.type):

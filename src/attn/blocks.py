@@ -13,6 +13,7 @@ Pre-LN (most modern models):   ``x = x + Sublayer(LN(x))``
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 
 import torch
@@ -22,30 +23,58 @@ from torch import nn
 from attn import _checks
 from attn.attention import KVCache, MultiHeadAttention
 
-__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer"]
+__all__ = ["ACTIVATIONS", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer",
+           "activation_function"]
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+#: The activations a layer accepts by name, the one table of the package: PyTorch's two
+#: (``"relu"``, ``"gelu"``, the exact erf GELU) and the names Hugging Face configs use for the tanh
+#: approximation of GELU (``"gelu_new"`` in GPT-2, ``"gelu_pytorch_tanh"``).
+ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_new": functools.partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
 
 Activation = str | Callable[[torch.Tensor], torch.Tensor]
 
 
-def _activation(activation: Activation) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The function for ``"relu"``/``"gelu"``, or the callable itself (e.g. ``nn.GELU("tanh")``)."""
+def activation_function(activation: Activation) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The function named ``activation`` in :data:`ACTIVATIONS`, or the callable itself (a function
+    or an ``nn.Module`` such as ``nn.GELU(approximate="tanh")``).
+
+    Shape: the function acts elementwise, ``(..., d_ff)`` in, the same shape out.
+
+    Raises:
+        ValueError: an unknown name. TypeError: neither a name nor a callable.
+    """
     if isinstance(activation, str):
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
-        return _ACTIVATIONS[activation]
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        return ACTIVATIONS[activation]
     if not callable(activation):
-        raise TypeError(f"activation must be 'relu', 'gelu' or a callable, got {type(activation).__name__}")
+        raise TypeError(f"activation must be a name in attn.blocks.ACTIVATIONS or a callable, got "
+                        f"{type(activation).__name__}")
     return activation
+
+
+def _norm(norm: str, d_model: int, eps: float, bias: bool) -> nn.Module:
+    """``"layer"``: LayerNorm (with a bias when ``bias``); ``"rms"``: RMSNorm, which rescales
+    without re-centring and has no bias (T5)."""
+    if norm == "layer":
+        return nn.LayerNorm(d_model, eps=eps, bias=bias)
+    if norm == "rms":
+        return nn.RMSNorm(d_model, eps=eps)
+    raise ValueError(f"norm must be 'layer' or 'rms', got {norm!r}")
 
 
 class FeedForward(nn.Module):
     """Position-wise feed-forward network: ``W_2 · act(W_1 x + b_1) + b_2``, the same MLP at
     every position. ``(B, L, D) -> (B, L, D)`` through a hidden width ``d_ff``.
 
-    ``activation`` is ``"relu"``, ``"gelu"`` or any callable (a function or an ``nn.Module``
-    such as ``nn.GELU(approximate="tanh")``), as PyTorch's layers accept.
+    ``activation`` is a name in :data:`ACTIVATIONS` (``"relu"``, ``"gelu"``, ...) or any callable
+    (a function or an ``nn.Module`` such as ``nn.GELU(approximate="tanh")``), as PyTorch's layers
+    accept; ``bias=False`` builds both linear layers without biases (T5).
     """
 
     def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: Activation = "relu",
@@ -53,7 +82,7 @@ class FeedForward(nn.Module):
         super().__init__()
         _checks.positive_int("d_model", d_model)
         _checks.positive_int("d_ff", d_ff)
-        self._act = _activation(activation)  # an nn.Module activation is registered as a submodule
+        self._act = activation_function(activation)  # an nn.Module activation is registered as a submodule
         self.activation = activation if isinstance(activation, str) else None  # the name, when it has one
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
@@ -64,7 +93,18 @@ class FeedForward(nn.Module):
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each with a residual connection and LayerNorm."""
+    """Self-attention then feed-forward, each with a residual connection and a norm.
+
+    Args:
+        d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width.
+        dropout: on the attention weights, inside the feed-forward and on each sublayer's output.
+        activation: the feed-forward's, a name in :data:`ACTIVATIONS` or a callable.
+        norm_first: pre-LN (``x + Sublayer(LN(x))``) instead of post-LN (``LN(x + Sublayer(x))``).
+        norm: ``"layer"`` (LayerNorm) or ``"rms"`` (RMSNorm, no bias, as in T5).
+        eps: the norms' epsilon.
+        positional: an encoding that acts inside attention (see :class:`attn.MultiHeadAttention`).
+        bias: biases in the attention projections, the feed-forward and the LayerNorms.
+    """
 
     def __init__(
         self,
@@ -78,13 +118,14 @@ class EncoderLayer(nn.Module):
         eps: float = 1e-5,
         positional: nn.Module | None = None,
         bias: bool = True,
+        norm: str = "layer",
     ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
         self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm1 = _norm(norm, d_model, eps, bias)
+        self.norm2 = _norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -117,7 +158,8 @@ class EncoderLayer(nn.Module):
 
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output (``memory``), feed-forward;
-    each with a residual connection and LayerNorm."""
+    each with a residual connection and LayerNorm. The constructor's arguments are those of
+    :class:`EncoderLayer` (``positional`` acts in the self-attention only)."""
 
     def __init__(
         self,
@@ -131,15 +173,16 @@ class DecoderLayer(nn.Module):
         eps: float = 1e-5,
         positional: nn.Module | None = None,
         bias: bool = True,
+        norm: str = "layer",
     ):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
         self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias)
         self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
-        self.norm1 = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm2 = nn.LayerNorm(d_model, eps=eps, bias=bias)
-        self.norm3 = nn.LayerNorm(d_model, eps=eps, bias=bias)
+        self.norm1 = _norm(norm, d_model, eps, bias)
+        self.norm2 = _norm(norm, d_model, eps, bias)
+        self.norm3 = _norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.dropout3 = nn.Dropout(dropout)
@@ -338,7 +381,7 @@ def _torch_activation(layer) -> Activation:
     """PyTorch's activation as ours: ``"relu"``/``"gelu"`` for its two named ones, otherwise the
     callable itself (a copy of a module), so that e.g. tanh-approximate GELU stays exactly that."""
     act = layer.activation
-    for name, fn in _ACTIVATIONS.items():
+    for name, fn in ACTIVATIONS.items():
         if act is fn:
             return name
     return copy.deepcopy(act) if isinstance(act, nn.Module) else act

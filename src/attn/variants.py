@@ -1,7 +1,9 @@
 """The four model families people load: BERT, GPT, T5 and ViT, built from ``attn``'s own pieces.
 
-Every attention here is :class:`attn.MultiHeadAttention`; BERT, GPT and ViT stack
-:class:`attn.blocks.EncoderLayer`; T5 adds RMSNorm and bias-free layers around the same attention.
+Every attention here is :class:`attn.MultiHeadAttention`, and every layer one of
+:mod:`attn.blocks`, chosen through its constructor: BERT, GPT and ViT stack
+:class:`attn.blocks.EncoderLayer` (post-LN or pre-LN, their activation), T5 stacks encoder and
+decoder layers built with RMSNorm and without biases.
 Each class has ``from_hf(model)``, which copies the weights of the corresponding Hugging Face
 ``transformers`` model, so the equality can be checked (tests/test_variants.py: float32, eval mode,
 to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` builds the book's
@@ -19,47 +21,17 @@ ViT        bidirectional self over patches      learned (or 2-D sin-cos)        
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from attn import masks
 from attn.attention import KVCache, MultiHeadAttention
-from attn.blocks import EncoderLayer, FeedForward
+from attn.blocks import ACTIVATIONS, DecoderLayer, EncoderLayer, activation_function
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
 
 __all__ = ["BERT", "GPT", "T5", "ViT", "comparison", "comparison_markdown"]
-
-# Activations by the names Hugging Face configs use. "gelu" is the exact (erf) GELU; "gelu_new"
-# (GPT-2) and "gelu_pytorch_tanh" are the tanh approximation.
-_ACTS = {
-    "relu": F.relu,
-    "gelu": F.gelu,
-    "gelu_new": functools.partial(F.gelu, approximate="tanh"),
-    "gelu_pytorch_tanh": functools.partial(F.gelu, approximate="tanh"),
-}
-
-
-def _feed_forward(d_model: int, d_ff: int, activation: str, dropout: float, bias: bool = True) -> FeedForward:
-    """An :class:`attn.blocks.FeedForward` with any activation of ``_ACTS`` and optional biases."""
-    if activation not in _ACTS:
-        raise ValueError(f"activation must be one of {sorted(_ACTS)}, got {activation!r}")
-    ff = FeedForward(d_model, d_ff, dropout=dropout)
-    ff.activation, ff._act = activation, _ACTS[activation]
-    if not bias:  # T5: no biases anywhere
-        ff.linear1.bias = None
-        ff.linear2.bias = None
-    return ff
-
-
-def _encoder_layer(d_model, num_heads, d_ff, *, activation, dropout, norm_first, eps) -> EncoderLayer:
-    layer = EncoderLayer(d_model, num_heads, d_ff, dropout=dropout, norm_first=norm_first, eps=eps)
-    layer.ff = _feed_forward(d_model, d_ff, activation, dropout)
-    return layer
-
 
 # --- from_hf helpers --------------------------------------------------------------------------
 
@@ -100,8 +72,8 @@ def _require(config, option: str, ok, supported: str) -> None:
 
 def _activation_name(config, option: str) -> str:
     value = getattr(config, option)
-    if value not in _ACTS:
-        raise ValueError(f"unsupported configuration: {option}={value!r} (attn supports {sorted(_ACTS)})")
+    if value not in ACTIVATIONS:
+        raise ValueError(f"unsupported configuration: {option}={value!r} (attn supports {sorted(ACTIVATIONS)})")
     return value
 
 
@@ -160,12 +132,12 @@ class BERT(nn.Module):
         self.embed_norm = nn.LayerNorm(d_model, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
-                           norm_first=False, eps=eps) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                         norm_first=False, eps=eps) for _ in range(num_layers))
         self.pooler = nn.Linear(d_model, d_model) if pooler else None
         # MLM head: dense + activation + LayerNorm, then the (tied) embedding matrix and a bias.
         self.mlm_dense = nn.Linear(d_model, d_model)
-        self.mlm_act = _ACTS[activation]
+        self.mlm_act = activation_function(activation)
         self.mlm_norm = nn.LayerNorm(d_model, eps=eps)
         self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
 
@@ -262,8 +234,8 @@ class GPT(nn.Module):
         self.pos = LearnedPositionalEncoding(d_model, max_len)
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
-                           norm_first=True, eps=eps) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                         norm_first=True, eps=eps) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.head.weight = self.embed.weight  # tied: one matrix reads tokens in and writes them out
@@ -357,33 +329,19 @@ def _sample(logits: torch.Tensor, temperature: float, top_k: int | None, generat
 # --- T5 -----------------------------------------------------------------------------------------
 
 
-class T5Layer(nn.Module):
-    """One T5 block: pre-RMSNorm sublayers, no biases; self-attention with the stack's shared
-    relative position bias, cross-attention (decoder only), ReLU feed-forward.
+def _t5_layer(d_model: int, num_heads: int, d_ff: int, *, relative_bias: T5RelativePositionBias, cross: bool,
+              dropout: float = 0.0, eps: float = 1e-6, activation: str = "relu") -> EncoderLayer | DecoderLayer:
+    """One T5 block: the pre-norm layer of :mod:`attn.blocks` built with RMSNorm and no biases, its
+    self-attention carrying the stack's shared relative position bias; the decoder's adds
+    cross-attention (without positions).
 
     T5 does not divide the scores by ``sqrt(E)``. :class:`attn.MultiHeadAttention` always does, so
     ``T5.from_hf`` multiplies ``W_q`` by ``sqrt(E)``: ``(sqrt(E) q) · k / sqrt(E) = q · k``, the
     same function with the scale folded into the weights.
     """
-
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, *, bias: T5RelativePositionBias, cross: bool,
-                 dropout: float = 0.0, eps: float = 1e-6, activation: str = "relu"):
-        super().__init__()
-        self.norm1 = nn.RMSNorm(d_model, eps=eps)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=False, positional=bias)
-        self.norm2 = nn.RMSNorm(d_model, eps=eps) if cross else None
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=False) if cross else None
-        self.norm3 = nn.RMSNorm(d_model, eps=eps)
-        self.ff = _feed_forward(d_model, d_ff, activation, dropout, bias=False)
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, x, memory=None, *, key_mask=None, memory_key_mask=None, is_causal: bool = False,
-                cache: KVCache | None = None, memory_cache: KVCache | None = None) -> torch.Tensor:
-        x = x + self.drop(self.self_attn(self.norm1(x), key_mask=key_mask, is_causal=is_causal, cache=cache)[0])
-        if self.cross_attn is not None:
-            h = self.norm2(x)
-            x = x + self.drop(self.cross_attn(h, memory, key_mask=memory_key_mask, cache=memory_cache)[0])
-        return x + self.drop(self.ff(self.norm3(x)))  # (B, L, D)
+    layer = DecoderLayer if cross else EncoderLayer
+    return layer(d_model, num_heads, d_ff, dropout=dropout, activation=activation, norm_first=True, norm="rms",
+                 eps=eps, positional=relative_bias, bias=False)
 
 
 class T5(nn.Module):
@@ -413,9 +371,9 @@ class T5(nn.Module):
         self.enc_bias = T5RelativePositionBias(num_heads, num_buckets, max_distance, bidirectional=True)
         self.dec_bias = T5RelativePositionBias(num_heads, num_buckets, max_distance, bidirectional=False)
         kw = dict(dropout=dropout, eps=eps, activation=activation)
-        self.encoder = nn.ModuleList(T5Layer(d_model, num_heads, d_ff, bias=self.enc_bias, cross=False, **kw)
+        self.encoder = nn.ModuleList(_t5_layer(d_model, num_heads, d_ff, relative_bias=self.enc_bias, cross=False, **kw)
                                      for _ in range(num_layers))
-        self.decoder = nn.ModuleList(T5Layer(d_model, num_heads, d_ff, bias=self.dec_bias, cross=True, **kw)
+        self.decoder = nn.ModuleList(_t5_layer(d_model, num_heads, d_ff, relative_bias=self.dec_bias, cross=True, **kw)
                                      for _ in range(num_decoder_layers or num_layers))
         self.enc_norm = nn.RMSNorm(d_model, eps=eps)
         self.dec_norm = nn.RMSNorm(d_model, eps=eps)
@@ -502,7 +460,8 @@ class T5(nn.Module):
                 _copy_qkv(mine.self_attn, sa.SelfAttention.q, sa.SelfAttention.k, sa.SelfAttention.v,
                           sa.SelfAttention.o, q_scale=q_scale)
                 _copy(mine.norm1, sa.layer_norm)
-                if mine.cross_attn is not None:
+                cross = isinstance(mine, DecoderLayer)
+                if cross:
                     ca = block.layer[1]
                     _copy_qkv(mine.cross_attn, ca.EncDecAttention.q, ca.EncDecAttention.k, ca.EncDecAttention.v,
                               ca.EncDecAttention.o, q_scale=q_scale)
@@ -511,7 +470,7 @@ class T5(nn.Module):
                 with torch.no_grad():
                     mine.ff.linear1.weight.copy_(ff.DenseReluDense.wi.weight)
                     mine.ff.linear2.weight.copy_(ff.DenseReluDense.wo.weight)
-                _copy(mine.norm3, ff.layer_norm)
+                _copy(mine.norm3 if cross else mine.norm2, ff.layer_norm)
         _copy(ours.enc_norm, model.encoder.final_layer_norm)
         _copy(ours.dec_norm, model.decoder.final_layer_norm)
         return ours.eval()
@@ -561,8 +520,8 @@ class ViT(nn.Module):
         self.positions = positions
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
-            _encoder_layer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
-                           norm_first=True, eps=eps) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, activation=activation, dropout=dropout,
+                         norm_first=True, eps=eps) for _ in range(num_layers))
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.pooler = nn.Linear(d_model, d_model) if pooler else None
         self.head = nn.Linear(d_model, num_classes) if num_classes else nn.Identity()

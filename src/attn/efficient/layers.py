@@ -9,9 +9,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn import _checks
+from attn.attention import MultiHeadAttention
 from attn.efficient.linear import LinformerProjection, linear_attention
 from attn.efficient.sparse import banded_attention
 from attn.efficient.tiled import tiled_attention
+from attn.functional import scaled_dot_product_attention
 
 __all__ = ["KINDS", "EfficientSelfAttention", "swap_attention"]
 
@@ -62,18 +64,34 @@ class EfficientSelfAttention(nn.Module):
             raise ValueError("Linformer mixes all positions in its projection: it cannot be causal")
         return self.linformer(q, k, v)
 
-    def forward(self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False, cache=None, **_):
-        """``x`` ``(B, L, D)`` -> ``(output (B, L, D), None)``, the call signature of
-        :class:`attn.MultiHeadAttention` so it drops into :class:`attn.blocks.EncoderLayer`."""
+    def forward(self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False, cache=None,
+                need_weights: bool = False, average_weights: bool = True):
+        """``x`` ``(B, L, D)`` -> ``(output (B, L, D), weights or None)``: the call signature and the
+        return convention of :class:`attn.MultiHeadAttention`, so it drops into
+        :class:`attn.blocks.EncoderLayer`.
+
+        Only ``kind="full"`` computes attention weights (``need_weights=True``: ``(B, L, L)``
+        averaged over heads, or ``(B, H, L, L)`` with ``average_weights=False``); the other kernels
+        never form the ``(L, L)`` matrix, which is their point, and refuse ``need_weights=True``.
+        """
         if mask is not None or key_mask is not None or cache is not None:
             raise ValueError(f"EfficientSelfAttention(kind={self.kind!r}) takes no mask, key_mask or cache")
+        if need_weights and self.kind != "full":
+            raise ValueError(
+                f"EfficientSelfAttention(kind={self.kind!r}) computes no attention weights: it never forms the "
+                "(L, L) matrix, so need_weights=True cannot be served; use kind='full' or attn.MultiHeadAttention")
         _checks.tensor("x", x, min_dim=3)
         _checks.last_dim("x", x, self.d_model, "d_model")
         B, L, D = x.shape
         H = self.num_heads
         q, k, v = (t.view(B, L, H, D // H).transpose(1, 2) for t in self.in_proj(x).chunk(3, dim=-1))  # (B, H, L, E)
-        z = self.attend(q, k, v, is_causal)  # (B, H, L, E)
-        return self.out_proj(z.transpose(1, 2).reshape(B, L, D)), None  # (B, L, D)
+        w = None
+        if need_weights:  # kind "full": the explicit path, which also returns the weights
+            z, w = scaled_dot_product_attention(q, k, v, is_causal=is_causal, return_weights=True)  # w (B, H, L, L)
+            w = w.mean(dim=1) if average_weights else w  # (B, L, L) or (B, H, L, L)
+        else:
+            z = self.attend(q, k, v, is_causal)  # (B, H, L, E)
+        return self.out_proj(z.transpose(1, 2).reshape(B, L, D)), w  # (B, L, D)
 
     def extra_repr(self) -> str:
         extra = f", window={self.window}" if self.kind == "window" else ""
@@ -85,13 +103,23 @@ def swap_attention(model: nn.Module, kind: str, **kwargs) -> nn.Module:
     by an :class:`EfficientSelfAttention` of ``kind``, keeping its projection weights (with or
     without biases, in their dtype and on their device). Returns ``model``.
 
+    A block's attention is found by its type: a ``self_attn`` that is an
+    :class:`attn.MultiHeadAttention` or an :class:`EfficientSelfAttention` (so a swapped model can
+    be swapped again). Other modules, even ones with ``in_proj``/``out_proj`` attributes, are left
+    alone; cross-attention (``cross_attn``) is never swapped.
+
     Raises:
-        ValueError: a block whose attention carries a positional encoding (ALiBi, RoPE, T5 or Shaw
-            relative positions act on the scores or on q and k, inside attention): the swapped step
-            has no place for it, and dropping it would silently change the model.
+        ValueError: ``model`` holds no such self-attention; or a block whose attention carries a
+            positional encoding (ALiBi, RoPE, T5 or Shaw relative positions act on the scores or on
+            q and k, inside attention): the swapped step has no place for it, and dropping it would
+            silently change the model.
     """
     olds = [(layer, layer.self_attn) for layer in model.modules()
-            if hasattr(getattr(layer, "self_attn", None), "in_proj")]
+            if isinstance(getattr(layer, "self_attn", None), (MultiHeadAttention, EfficientSelfAttention))]
+    if not olds:
+        raise ValueError(
+            f"swap_attention found no self-attention (MultiHeadAttention or EfficientSelfAttention) in a "
+            f"{type(model).__name__}: it replaces the self_attn of a model's blocks")
     for _, old in olds:  # check every block before changing any
         pos = getattr(old, "positional", None)
         if pos is not None:

@@ -18,6 +18,7 @@ from torch.utils.checkpoint import checkpoint
 
 from attn import _checks, masks
 from attn.attention import KVCache
+from attn.functional import scaled_dot_product_attention
 
 __all__ = ["GroupedQueryAttention", "checkpointed", "kv_cache_bytes", "saved_activation_bytes"]
 
@@ -40,7 +41,8 @@ class GroupedQueryAttention(nn.Module):
 
     Why not :func:`attn.functional.scaled_dot_product_attention`: it takes as many K/V heads as
     query heads, so it would need the ``H_kv`` heads copied ``H / H_kv`` times. PyTorch's fused
-    kernel with ``enable_gqa=True`` shares them without the copy, and it is called directly here;
+    kernel with ``enable_gqa=True`` shares them without the copy, and it is called directly here
+    (only ``need_weights=True`` takes the explicit path, with the copies);
     the causal mask it gets is :func:`attn.masks.causal` with the package's bottom-right alignment,
     so ``is_causal`` means what it means everywhere in ``attn``.
     """
@@ -60,9 +62,13 @@ class GroupedQueryAttention(nn.Module):
         self.kv_proj = nn.Linear(d_model, 2 * num_kv_heads * self.d_head, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, x: torch.Tensor, *, is_causal: bool = False, cache: KVCache | None = None) -> torch.Tensor:
-        """``x`` ``(B, L, D)`` -> ``(B, L, D)``. With a cache the keys/values cached are ``(B, H_kv, S, E)``
-        and ``is_causal`` aligns the queries with the last ``L`` keys."""
+    def forward(self, x: torch.Tensor, *, is_causal: bool = False, cache: KVCache | None = None,
+                need_weights: bool = False, average_weights: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x`` ``(B, L, D)`` -> ``(output (B, L, D), weights or None)``, the return convention of every
+        attention module in ``attn``. With a cache the keys/values cached are ``(B, H_kv, S, E)`` and
+        ``is_causal`` aligns the queries with the last ``L`` keys. ``need_weights=True`` also returns the
+        weights, ``(B, L, S)`` averaged over the ``H`` query heads or ``(B, H, L, S)`` with
+        ``average_weights=False``, from the explicit path (each K/V head repeated for its query heads)."""
         _checks.tensor("x", x, min_dim=3)
         _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_model, "d_model")
@@ -81,9 +87,17 @@ class GroupedQueryAttention(nn.Module):
         # The one causal rule of attn (bottom-right: the queries are the last L of S positions). For
         # L == S it is PyTorch's own triangle, which the fused kernel applies without a mask.
         mask = masks.causal(L, S, offset=S - L, device=x.device) if is_causal and S != L else None  # (L, S)
-        z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None,
-                                           enable_gqa=True)  # (B, H, L, E): each K/V head serves H / H_kv query heads
-        return self.out_proj(z.transpose(1, 2).reshape(B, L, self.d_model))  # (B, L, D)
+        w = None
+        if need_weights:  # the explicit path: K/V heads repeated to the H query heads, weights kept
+            g = self.num_heads // self.num_kv_heads
+            z, w = scaled_dot_product_attention(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1),
+                                                mask=mask, is_causal=is_causal and mask is None,
+                                                return_weights=True)  # (B, H, L, E), (B, H, L, S)
+            w = w.mean(dim=1) if average_weights else w  # (B, L, S) or (B, H, L, S)
+        else:
+            z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None,
+                                               enable_gqa=True)  # (B, H, L, E): each K/V head serves H / H_kv query heads
+        return self.out_proj(z.transpose(1, 2).reshape(B, L, self.d_model)), w  # (B, L, D)
 
     @classmethod
     def from_multi_head(cls, mha: nn.Module, num_kv_heads: int | None = None) -> GroupedQueryAttention:
