@@ -521,9 +521,10 @@ def test_tables_are_computed_in_float64_so_far_positions_are_exact_in_float32():
     assert_close(sinusoidal_table(n, d), ref.float(), rtol=0, atol=2e-7)
     rope = RotaryPositionalEncoding(d)
     assert_close(rope.angles(8, offset=4000), pos[4000:4008] * freq, rtol=0, atol=1e-9)
-    rows = sinusoidal_table(2, 4)  # the 2-D grid is built from float64 1-D tables too
-    grid = Sinusoidal2DPositionalEncoding(8, 2, 2).pe
-    assert_close(grid[1], torch.cat([rows[0], rows[1]]))
+    rows, cols = sinusoidal_table(2, 4, 100.0), sinusoidal_table(3, 4, 100.0)  # the 2-D grid: 1-D tables, its base
+    grid = Sinusoidal2DPositionalEncoding(8, 2, 3, base=100.0).pe
+    assert_close(grid, torch.cat([rows[:, None].expand(2, 3, 4), cols[None].expand(2, 3, 4)], -1).reshape(6, 8))
+    assert_close(attn.SinusoidalPositionalEncoding(8, max_len=5, base=100.0).pe, sinusoidal_table(5, 8, 100.0))
 
 
 def test_encodings_keep_the_input_dtype_and_device():
@@ -535,6 +536,12 @@ def test_encodings_keep_the_input_dtype_and_device():
     assert rope.rotate(torch.zeros(1, 3, 4, device="meta")).device.type == "meta"
     assert_close(rope.rotate(torch.ones(3, 4)), rope.rotate(torch.ones(3, 4), offset=0))
     assert not torch.equal(rope.rotate(torch.ones(3, 4)), rope.rotate(torch.ones(3, 4), offset=1))
+    assert ShawRelativePositionalBias(4).index(3, 3, device="meta").device.type == "meta"
+    assert T5RelativePositionBias(2).buckets(3, 3, device="meta").device.type == "meta"
+    for dtype in (torch.float16, torch.bfloat16, torch.float64):
+        q = torch.randn(1, 2, 3, 4).to(dtype)
+        for bias in (ShawRelativePositionalBias(4), ShawRelativePositionalBias(4, num_heads=2), T5RelativePositionBias(2), ALiBi(2)):
+            assert bias.score_bias(q, 0, 3).dtype == dtype
     q = torch.zeros(1, 2, 3, 4, device="meta")
     for bias in (ShawRelativePositionalBias(4), T5RelativePositionBias(2), ALiBi(2)):
         bias.to("meta")
@@ -559,6 +566,29 @@ def test_index_and_buckets_default_to_queries_from_position_zero():
     assert torch.equal(t5.buckets(3, 3), t5.buckets(3, 3, 0))
     assert not torch.equal(t5.buckets(3, 3), t5.buckets(3, 3, 1))
     assert_close(RotaryPositionalEncoding(4).rotation_matrix(0), torch.eye(4))
+    assert torch.equal(RotaryPositionalEncoding(4).angles(3), RotaryPositionalEncoding(4).angles(3, offset=0))
+    default = torch.get_default_dtype()
+    try:  # ALiBi's slopes are float32 whatever the default dtype
+        torch.set_default_dtype(torch.float64)
+        assert alibi_slopes(4).dtype == torch.float32
+    finally:
+        torch.set_default_dtype(default)
+
+
+def test_t5_bucket_counts_are_checked_by_name():
+    zeros = torch.zeros(2, dtype=torch.long)
+    t5_bucket(zeros, True, 4, 8)  # the smallest bidirectional count
+    t5_bucket(zeros, False, 2, 8)
+    for call, message in [
+        (lambda: t5_bucket([0, 1], True, 32, 128), "relative_position must be a torch.Tensor, got list"),
+        (lambda: t5_bucket(zeros, True, 0, 128), "num_buckets must be a positive integer, got 0"),
+        (lambda: t5_bucket(zeros, True, 32, 0), "max_distance must be a positive integer, got 0"),
+        (lambda: t5_bucket(zeros, False, 1, 128), "num_buckets must be at least 2 (exact and logarithmic halves), got 1"),
+        (lambda: alibi_slopes(0), "num_heads must be a positive integer, got 0"),
+    ]:
+        with pytest.raises((TypeError, ValueError)) as e:
+            call()
+        assert str(e.value) == message
 
 
 def test_t5_max_distance_must_exceed_the_exact_buckets_by_at_least_one():
