@@ -156,3 +156,36 @@ def test_bad_generation_arguments_get_a_named_error(name, kwargs, error, message
 def test_token_model_prompt_out_of_the_vocabulary_is_named():
     with pytest.raises(ValueError, match=r"prompt must lie in \[0, vocab_size=23\), got ids from 3 to 23"):
         token_model().generate(torch.tensor([[3, 23]]), 2)
+
+
+def _threads_seen(prompt, cached):
+    seen = []
+
+    def step(tokens, new):
+        seen.append(torch.get_num_threads())
+        return torch.zeros(tokens.shape[0], V)
+
+    generation.decode(step, prompt, 3, cached=cached)
+    return seen
+
+
+def test_small_cached_steps_run_on_one_thread_and_the_thread_count_is_restored():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert _threads_seen(PROMPT, cached=True) == [2, 1, 1]  # the prompt on every thread, then one
+        assert torch.get_num_threads() == 2
+        assert _threads_seen(PROMPT, cached=False) == [2, 2, 2]  # recomputation keeps every thread
+        big = PROMPT.new_zeros(generation.SMALL_STEP_ROWS + 1, 4)
+        assert _threads_seen(big, cached=True) == [2, 2, 2]  # a large batch is real work per step
+
+        def failing(tokens, new):
+            if new == 1:
+                raise RuntimeError("boom")
+            return torch.zeros(tokens.shape[0], V)
+
+        with pytest.raises(RuntimeError, match="boom"):
+            generation.decode(failing, PROMPT, 3, cached=True)
+        assert torch.get_num_threads() == 2  # restored after an error too
+    finally:
+        torch.set_num_threads(before)

@@ -22,6 +22,13 @@ and one convention holds for all of them:
   finished. Without ``eos_id`` exactly ``max_new_tokens`` tokens are added.
 - **Checks once per generation:** the arguments are checked before the first step; the steps
   then run unchecked, since every token they see was checked or chosen from the vocabulary.
+- **One thread for small cached steps:** a step that sends one token per row of a small batch
+  (at most ``SMALL_STEP_ROWS`` rows) through a cached model is a few hundred microseconds of small
+  operations, too small to split between threads. Split anyway, every fused attention kernel wakes
+  PyTorch's other intra-op threads and waits for them; on a busy machine one of them is often
+  descheduled, and the step then waits for milliseconds (``benchmarks/kv_cache.py`` measures it).
+  So those steps run with ``torch.set_num_threads(1)``, restored when generation ends; the first
+  step (the prompt), larger batches and recomputation without a cache keep every thread.
 """
 
 from __future__ import annotations
@@ -32,7 +39,10 @@ import torch
 
 from attn import _checks, masks
 
-__all__ = ["check_arguments", "decode", "next_token"]
+__all__ = ["SMALL_STEP_ROWS", "check_arguments", "decode", "next_token"]
+
+SMALL_STEP_ROWS = 8
+"""A cached step of at most this many rows (one token each) runs on one thread."""
 
 Step = Callable[[torch.Tensor, int], torch.Tensor]
 """``step(tokens, new)``: ``tokens`` ``(B, T)`` so far, of which the last ``new`` entered since the
@@ -74,7 +84,7 @@ def next_token(logits: torch.Tensor, temperature: float | None = None, top_k: in
 @torch.no_grad()
 def decode(step: Step, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float | None = None,
            top_k: int | None = None, eos_id: int | None = None, pad_id: int | None = None,
-           generator: torch.Generator | None = None) -> torch.Tensor:
+           generator: torch.Generator | None = None, cached: bool = False) -> torch.Tensor:
     """Continue ``prompt`` ``(B, P)`` with tokens chosen from ``step``'s logits -> ``(B, P + N)``.
 
     ``step(tokens, new)`` gets the sequence so far ``(B, T)`` (a view of the output, written in
@@ -82,6 +92,8 @@ def decode(step: Step, prompt: torch.Tensor, max_new_tokens: int, *, temperature
     call (``P`` at the first call, then 1); it returns the logits ``(B, V)`` of the next token.
     A cached model feeds only ``tokens[:, -new:]``; a model without cache feeds all of them.
     The convention (greedy or sampled, ``eos_id``, ``pad_id``, early stop) is the module's.
+    ``cached``: the steps after the first feed one token per row; with at most ``SMALL_STEP_ROWS``
+    rows they run on one thread (see the module).
     """
     check_arguments(prompt, max_new_tokens, temperature=temperature, top_k=top_k, eos_id=eos_id, pad_id=pad_id)
     B, P = prompt.shape
@@ -89,14 +101,18 @@ def decode(step: Step, prompt: torch.Tensor, max_new_tokens: int, *, temperature
     out[:, :P] = prompt
     done = None if eos_id is None else torch.zeros(B, dtype=torch.bool, device=prompt.device)
     fill = eos_id if pad_id is None else pad_id
-    new = P
-    for t in range(P, P + max_new_tokens):
-        nxt = next_token(step(out[:, :t], new), temperature, top_k, generator)  # (B,)
-        if done is not None:
-            nxt = nxt.masked_fill(done, fill)  # finished rows: pad_id
-            done |= nxt == eos_id
-        out[:, t] = nxt
-        new = 1
-        if done is not None and bool(done.all()):
-            return out[:, : t + 1]
+    threads = torch.get_num_threads()
+    try:
+        for t in range(P, P + max_new_tokens):
+            nxt = next_token(step(out[:, :t], P if t == P else 1), temperature, top_k, generator)  # (B,)
+            if t == P and cached and B <= SMALL_STEP_ROWS:
+                torch.set_num_threads(1)  # from now on one token per step (see the module)
+            if done is not None:
+                nxt = nxt.masked_fill(done, fill)  # finished rows: pad_id
+                done |= nxt == eos_id
+            out[:, t] = nxt
+            if done is not None and bool(done.all()):
+                return out[:, : t + 1]
+    finally:
+        torch.set_num_threads(threads)
     return out

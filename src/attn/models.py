@@ -135,7 +135,7 @@ class TokenModel(nn.Module):
             return self._logits(tokens[:, -new:], caches=caches)[:, -1]  # only the new tokens
 
         return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator)
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
 
 
 class Seq2Seq(nn.Module):
@@ -197,4 +197,4 @@ class Seq2Seq(nn.Module):
             return self.decode(tokens[:, -new:], memory, src_key_mask, caches=caches, offset=past)[:, -1]
 
         return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator)
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)

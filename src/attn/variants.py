@@ -307,7 +307,7 @@ class GPT(nn.Module):
             return (self(tokens[:, -new:], caches=caches) if use_cache else self(tokens))[:, -1]  # (B, V)
 
         return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator)
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
 
     @classmethod
     def from_hf(cls, model) -> GPT:
@@ -469,7 +469,7 @@ class T5(nn.Module):
             return self.decode(tokens[:, -new:] if use_cache else tokens, memory, src_key_mask, caches=caches)[:, -1]
 
         return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator)
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
 
     @classmethod
     def from_hf(cls, model) -> T5:
