@@ -139,6 +139,7 @@ def test_the_step_gets_the_prompt_first_then_one_new_token_at_a_time():
     (dict(top_k=0), ValueError, r"top_k must be None or a positive integer, got 0"),
     (dict(temperature=-0.5), ValueError, r"temperature must be None or a number >= 0 \(0 and None: greedy\), got -0.5"),
     (dict(eos_id=1.0), TypeError, r"eos_id must be None or an integer token id, got 1.0"),
+    (dict(pad_id="0"), TypeError, r"pad_id must be None or an integer token id, got '0'"),
     (dict(prompt=PROMPT.float()), TypeError, r"(prompt|src) must hold integer token ids, got dtype torch.float32"),
     (dict(prompt=PROMPT[0]), ValueError, r"(prompt|src) must have shape \(B, P\) with P >= 1, got \(4\)"),
     (dict(prompt=[[1, 2]]), TypeError, r"(prompt|src) must be a torch.Tensor, got list"),
@@ -151,6 +152,12 @@ def test_bad_generation_arguments_get_a_named_error(name, kwargs, error, message
     prompt, n = kwargs.pop("prompt"), kwargs.pop("max_new_tokens")
     with pytest.raises(error, match=message):
         model.generate(prompt, n, **kwargs)
+
+
+@pytest.mark.parametrize("name", ENCODER_DECODER)
+def test_a_start_id_that_is_not_an_integer_is_named(name):
+    with pytest.raises(TypeError, match=r"start_id must be None or an integer token id, got 0.5"):
+        ALL[name]().generate(PROMPT, 3, start_id=0.5)
 
 
 def test_token_model_prompt_out_of_the_vocabulary_is_named():

@@ -50,7 +50,7 @@ previous call -> logits ``(B, V)`` of the token after them."""
 
 
 def check_arguments(prompt, max_new_tokens, *, temperature=None, top_k=None, eos_id=None, pad_id=None,
-                    name: str = "prompt") -> None:
+                    start_id=None, name: str = "prompt") -> None:
     """Raise a named error for arguments :func:`decode` cannot use."""
     _checks.tensor(name, prompt)
     if prompt.is_floating_point() or prompt.is_complex() or prompt.dtype == torch.bool:
@@ -64,7 +64,7 @@ def check_arguments(prompt, max_new_tokens, *, temperature=None, top_k=None, eos
         raise ValueError(f"temperature must be None or a number >= 0 (0 and None: greedy), got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
         raise ValueError(f"top_k must be None or a positive integer, got {top_k!r}")
-    for arg, value in (("eos_id", eos_id), ("pad_id", pad_id)):
+    for arg, value in (("eos_id", eos_id), ("pad_id", pad_id), ("start_id", start_id)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
             raise TypeError(f"{arg} must be None or an integer token id, got {value!r}")
 

@@ -183,7 +183,7 @@ class Seq2Seq(nn.Module):
         values of the memory are computed once; ``False`` re-projects the memory at every step.
         """
         generation.check_arguments(src, max_new_tokens, temperature=temperature, top_k=top_k,
-                                   eos_id=eos_id, pad_id=pad_id, name="src")
+                                   eos_id=eos_id, pad_id=pad_id, start_id=start_id, name="src")
         memory = self.encode(src, src_key_mask)  # (B, S, D), computed once
         prompt = torch.full((src.shape[0], 1), start_id, dtype=torch.long, device=src.device)  # (B, 1)
         caches = None

@@ -457,7 +457,7 @@ class T5(nn.Module):
         from the config; ``eos_id=-1`` never stops early).
         """
         generation.check_arguments(src, max_new_tokens, temperature=temperature, top_k=top_k,
-                                   eos_id=eos_id, pad_id=pad_id, name="src")
+                                   eos_id=eos_id, pad_id=pad_id, start_id=start_id, name="src")
         start_id = self.decoder_start_id if start_id is None else start_id
         eos_id = self.eos_id if eos_id is None else eos_id
         pad_id = self.pad_id if pad_id is None else pad_id
