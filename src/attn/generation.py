@@ -23,12 +23,13 @@ and one convention holds for all of them:
 - **Checks once per generation:** the arguments are checked before the first step; the steps
   then run unchecked, since every token they see was checked or chosen from the vocabulary.
 - **One thread for small cached steps:** a step that sends one token per row of a small batch
-  (at most ``SMALL_STEP_ROWS`` rows) through a cached model is a few hundred microseconds of small
-  operations, too small to split between threads. Split anyway, every fused attention kernel wakes
-  PyTorch's other intra-op threads and waits for them; on a busy machine one of them is often
-  descheduled, and the step then waits for milliseconds (``benchmarks/kv_cache.py`` measures it).
-  So those steps run with ``torch.set_num_threads(1)``, restored when generation ends; the first
-  step (the prompt), larger batches and recomputation without a cache keep every thread.
+  (at most ``SMALL_STEP_ROWS`` rows) through a cached model is a chain of small operations
+  (matrix-vector products, attention for one query), too small to split between threads. Split
+  anyway, every fused attention kernel wakes PyTorch's other intra-op threads and waits for them;
+  on a busy machine one of them is often descheduled, and the step then waits for milliseconds
+  (``benchmarks/kv_cache.py`` measures it). So those steps run with ``torch.set_num_threads(1)``,
+  restored when generation ends; the first step (the prompt), larger batches and recomputation
+  without a cache keep every thread.
 """
 
 from __future__ import annotations
