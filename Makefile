@@ -37,7 +37,7 @@ $(BIN)/python:
 # and linked from there, from the indexes pip is configured with (scripts/uv_args.py).
 $(VENV)/.installed: requirements.txt pyproject.toml scripts/uv_args.py | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check "$$(grep -E '^uv==' requirements.txt)"
-	$(BIN)/uv pip install --quiet --python $(BIN)/python $$($(BIN)/python scripts/uv_args.py) -r requirements.txt
+	$(BIN)/uv pip install --quiet --python $(BIN)/python $$($(BIN)/python -m scripts.uv_args) -r requirements.txt
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps -e .
 	@touch $@
 
@@ -46,7 +46,7 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 _assets/.installed: node_modules/.installed $(VENV)/.installed scripts/assets.py
-	$(BIN)/python scripts/assets.py
+	$(BIN)/python -m scripts.assets
 	@touch $@
 
 setup: $(VENV)/.installed _assets/.installed
@@ -59,10 +59,10 @@ test: setup
 	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST)
 
 test-cpus: setup
-	$(BIN)/python scripts/nbval_runs.py
+	$(BIN)/python -m scripts.nbval_runs
 
 test-newest: setup
-	$(BIN)/python scripts/fresh_env.py --newest --nbval --python $(PYTHON_NEWEST)
+	$(BIN)/python -m scripts.fresh_env --newest --nbval --python $(PYTHON_NEWEST)
 
 unit: setup
 	$(BIN)/python -m pytest -m "not slow" $(XDIST)
@@ -71,10 +71,10 @@ lint: setup
 	$(BIN)/ruff check .
 
 execute: setup
-	$(BIN)/python scripts/notebooks.py execute $(NB)
+	$(BIN)/python -m scripts.notebooks execute $(NB)
 
 reader: setup
-	$(BIN)/python scripts/notebooks.py reader $(NB)
+	$(BIN)/python -m scripts.notebooks reader $(NB)
 
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=reader/book
@@ -87,7 +87,7 @@ bench: setup
 
 # Mutation testing (minutes of CPU per module): each core module against its own quick tests.
 mutate: setup
-	$(BIN)/python scripts/mutate.py $(MODULES)
+	$(BIN)/python -m scripts.mutate $(MODULES)
 
 clean:
 	rm -rf _build _assets

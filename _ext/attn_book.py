@@ -1,7 +1,7 @@
 """Sphinx extension for the book.
 
 1. The site's "download .ipynb" button serves each chapter's reader edition (reader/book/<x>.ipynb,
-   made by ``python scripts/notebooks.py reader``) instead of the MyST source, so a downloaded
+   made by ``python -m scripts.notebooks reader``) instead of the MyST source, so a downloaded
    chapter reads in Jupyter as it does on the site.
 
 2. Each page loads only what it uses: MathJax only where the page has maths (myst-nb and the
@@ -42,7 +42,7 @@ def serve_reader_editions(app, exception) -> None:
         rel = source.relative_to(outdir / "_sources")
         edition = srcdir / "reader" / rel
         if not edition.exists():
-            raise FileNotFoundError(f"{rel} has no reader edition at reader/{rel}: run `python scripts/notebooks.py reader`")
+            raise FileNotFoundError(f"{rel} has no reader edition at reader/{rel}: run `python -m scripts.notebooks reader`")
         shutil.copyfile(edition, source)
 
 

@@ -11,16 +11,15 @@ long sources, batches of 32-64.
 
     .venv/bin/python benchmarks/cross_attention_cache.py [--quick] [--threads N]
 
-Timings interleave the two settings and report medians of wall-clock time (``time.perf_counter``)
-and of this process's processor time (``time.process_time``; with one thread it is not inflated by
-other programs on a shared machine). Without ``eos_id`` every call decodes exactly ``--steps`` tokens.
+Timings (``attn.measure.compare``) interleave the two settings and report medians of wall-clock
+time, then, in a second measurement, of this process's processor time (``clock="process"``; with
+one thread it is not inflated by other programs on a shared machine). Without ``eos_id`` every call
+decodes exactly ``--steps`` tokens.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import torch
 
@@ -29,15 +28,9 @@ import attn
 
 def median_times(fns: dict, repeats: int) -> dict[str, tuple[float, float]]:
     """{name: (median wall seconds, median processor seconds)}, the functions interleaved."""
-    samples = {name: [] for name in fns}
-    for fn in fns.values():  # warm-up
-        fn()
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            w, p = time.perf_counter(), time.process_time()
-            fn()
-            samples[name].append((time.perf_counter() - w, time.process_time() - p))
-    return {name: (statistics.median(s[0] for s in v), statistics.median(s[1] for s in v)) for name, v in samples.items()}
+    wall = attn.measure.compare(fns, rounds=repeats, min_run_time=0)
+    cpu = attn.measure.compare(fns, rounds=repeats, min_run_time=0, clock="process")
+    return {name: (wall[name], cpu[name]) for name in fns}
 
 
 def main() -> int:

@@ -1,9 +1,9 @@
 """Long sequences: what attention costs, and what the remedies in ``attn.efficient`` save.
 
 Float32, B=1, H=8, E=64 on the CPU; every ratio is measured side by side in one run (methods
-interleaved, medians), so machine load hits both sides alike. Peak memory is the growth of the
-process's resident set (``VmHWM`` after resetting it through ``/proc/self/clear_refs``) while
-one call runs: Linux only.
+interleaved, medians), so machine load hits both sides alike. Times are ``attn.measure.compare``'s; peak memory
+is ``attn.measure.peak_memory_growth``: how far the peak resident memory of a forked child rises while
+one call runs there (on one thread): Linux only.
 
 1. cost: time and peak memory of the explicit path (stores the L x S weights), PyTorch's fused
    SDPA and ``tiled_attention``, forward and forward+backward, against length.
@@ -12,8 +12,8 @@ one call runs: Linux only.
 4. banded: sliding window (w = 256) in bands vs SDPA with the same (L, L) mask.
 5. checkpoint: a stack of 8 encoder blocks, forward+backward with and without checkpointing.
 
-Results go to ``src/attn/efficient/measured/efficient_*.csv`` (shipped with the package, read by
-the chapter through ``attn.efficient.measured``) and are printed.
+Results go to ``benchmarks/measured/efficient_*.csv`` (copied into the package when it is built,
+read by the chapter through ``attn.efficient.measured``) and are printed.
 
     .venv/bin/python benchmarks/efficient.py [--quick] [--threads N] [--only cost tiled ...]
 """
@@ -22,11 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import ctypes
-import gc
 import pathlib
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
@@ -34,42 +30,19 @@ import torch.nn.functional as F
 import attn
 from attn import efficient as ef
 
-OUT = pathlib.Path(attn.efficient.results.MEASURED)
+OUT = pathlib.Path(__file__).resolve().parent / "measured"  # shipped with the package by the build (setup.py)
 H, E = 8, 64
-_libc = ctypes.CDLL("libc.so.6")
 
 
-def _status(field: str) -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(field)
-
-
-def peak_bytes(fn) -> int:
-    """Growth of the resident set while ``fn()`` runs (its result is dropped inside)."""
-    gc.collect()
-    _libc.malloc_trim(0)
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset VmHWM to the current resident set
-    base = _status("VmRSS")
-    fn()
-    return max(0, _status("VmHWM") - base)
+def peak_mb(fn) -> float:
+    """Growth of peak resident memory while ``fn()`` runs once, in MiB (``attn.measure``: a forked
+    child on one thread)."""
+    return round(max(0.0, attn.measure.peak_memory_growth(fn)), 1)
 
 
 def seconds(fns: dict, rounds: int) -> dict[str, float]:
     """Median seconds of each ``fns[name]()``, the methods interleaved round by round."""
-    times = {name: [] for name in fns}
-    for fn in fns.values():  # warm-up: first calls allocate and initialise
-        fn()
-    for r in range(rounds):
-        order = list(fns) if r % 2 == 0 else list(fns)[::-1]
-        for name in order:
-            start = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
+    return attn.measure.compare(fns, rounds=rounds, min_run_time=0)
 
 
 def qkv(n: int, requires_grad: bool = False, seed: int = 0):
@@ -101,7 +74,7 @@ def run_cost(lengths, rounds):
 
             t = seconds({"fwd": fwd, "fwd_bwd": fwd_bwd}, rounds)
             row = {"n": n, "method": method, "fwd_s": round(t["fwd"], 5), "fwd_bwd_s": round(t["fwd_bwd"], 5),
-                   "fwd_peak_mb": round(peak_bytes(fwd) / 2**20, 1), "fwd_bwd_peak_mb": round(peak_bytes(fwd_bwd) / 2**20, 1),
+                   "fwd_peak_mb": peak_mb(fwd), "fwd_bwd_peak_mb": peak_mb(fwd_bwd),
                    "weights_mb": round(H * n * n * 4 / 2**20, 1)}
             rows.append(row)
             print(row, flush=True)
@@ -129,7 +102,7 @@ def run_memory(n):
     rows = []
     for method in ("sdpa", "tiled"):
         with torch.no_grad():
-            mb = peak_bytes(lambda: METHODS[method](q, k, v, False)) / 2**20
+            mb = peak_mb(lambda: METHODS[method](q, k, v, False))
         rows.append({"n": n, "method": method, "fwd_peak_mb": round(mb, 1), "output_mb": round(q.nbytes / 2**20, 1),
                      "explicit_weights_mb": round(H * n * n * 4 / 2**20, 1)})
         print(rows[-1], flush=True)
@@ -163,7 +136,7 @@ def run_checkpoint(rounds, L=512, layers=8, d_model=256):
     for c, f in fns.items():
         _, saved = ef.saved_activation_bytes(lambda: ef.checkpointed(stack, x, checkpoint_layers=c))
         rows.append({"checkpoint": c, "layers": layers, "L": L, "batch": 4, "d_model": d_model,
-                     "fwd_bwd_s": round(t[str(c)], 4), "peak_mb": round(peak_bytes(f) / 2**20, 1),
+                     "fwd_bwd_s": round(t[str(c)], 4), "peak_mb": peak_mb(f),
                      "saved_mb": round(saved / 2**20, 1)})
         print(rows[-1], flush=True)
     return rows

@@ -7,7 +7,7 @@ sequence: at a pair token, the value of the *previous* token (local: one positio
 query token, the value paired with the same key somewhere earlier (long range: anywhere in the
 sequence). A ``attn.models.TokenModel`` (encoder, 1 layer, width 64, 4 heads) is trained per
 attention kind and seed, with the attention step swapped by ``attn.efficient.swap_attention``;
-the script writes ``src/attn/efficient/measured/efficient_quality.csv`` (accuracy per relation, training
+the script writes ``benchmarks/measured/efficient_quality.csv`` (accuracy per relation, training
 seconds) which the chapter reads.
 
     .venv/bin/python benchmarks/efficient_quality.py [--steps N] [--seeds 0 1 2] [--threads N]
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import csv
 import pathlib
-import time
 
 import torch
 import torch.nn.functional as F
@@ -32,7 +31,7 @@ KINDS = {  # name -> swap_attention arguments
     "linear (elu+1)": {"kind": "linear"},
     "Linformer (r=8)": {"kind": "linformer", "rank": 8, "seq_len": TASK.seq_len},
 }
-OUT = attn.efficient.results.MEASURED / "efficient_quality.csv"
+OUT = pathlib.Path(__file__).resolve().parent / "measured" / "efficient_quality.csv"
 
 
 def make_model(spec: dict, seed: int) -> attn.models.TokenModel:
@@ -69,16 +68,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
     for seed in args.seeds:  # seed by seed, so an interrupted sweep still has every kind
         for name, spec in KINDS.items():
             model = make_model(spec, seed)
-            start = time.perf_counter()
-            attn.train.train(model, batches.__getitem__, loss_fn, steps=args.steps, lr=3e-3, warmup=50,
-                             seed=seed, progress=False)
-            seconds = time.perf_counter() - start
+            with attn.measure.stopwatch() as took:
+                attn.train.train(model, batches.__getitem__, loss_fn, steps=args.steps, lr=3e-3, warmup=50,
+                                 seed=seed, progress=False)
             acc = accuracy(model, test)
             rows.append({"attention": name, "seed": seed, "threads": torch.get_num_threads(),
                          "local": round(acc["local"], 4), "long_range": round(acc["long_range"], 4),
-                         "train_s": round(seconds, 1)})
+                         "train_s": round(took.seconds, 1)})
             print(f"{name:>16} seed {seed}: local {acc['local']:.3f}  long-range {acc['long_range']:.3f}  "
-                  f"{seconds:.1f} s", flush=True)
+                  f"{took.seconds:.1f} s", flush=True)
             args.out.parent.mkdir(parents=True, exist_ok=True)
             with open(args.out, "w", newline="") as f:  # after every run: a stopped sweep keeps its results
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))

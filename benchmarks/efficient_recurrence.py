@@ -4,7 +4,7 @@
 back. ``attn.efficient.SegmentRecurrentLM`` (1 layer, width 32, 2 heads, relative position bias)
 reads sequences of 64 tokens in segments of 16, once carrying the previous segment as memory and
 once without (each segment alone). Without memory, the first 12 positions of every segment cannot
-see their answer. Writes ``src/attn/efficient/measured/efficient_recurrence.csv``: accuracy per
+see their answer. Writes ``benchmarks/measured/efficient_recurrence.csv``: accuracy per
 position within the segment (segments 2-4 of the test sequences), per seed and setting.
 
     .venv/bin/python benchmarks/efficient_recurrence.py [--steps N] [--seeds 0 1 2] [--threads N]
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import time
+import pathlib
 
 import torch
 import torch.nn.functional as F
@@ -39,23 +39,22 @@ def main(argv=None):
             torch.manual_seed(seed)
             model = SegmentRecurrentLM(VOCAB, 32, 2, 1, max_distance=2 * SEGMENT)
             opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-            start = time.perf_counter()
-            for step in range(args.steps):
-                tokens, targets = delayed_copy(32, LENGTH, DELAY, vocab_size=VOCAB, seed=1000 + step)
-                logits = model.segments(tokens, SEGMENT, memory=memory)
-                loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            seconds = time.perf_counter() - start
+            with attn.measure.stopwatch() as took:
+                for step in range(args.steps):
+                    tokens, targets = delayed_copy(32, LENGTH, DELAY, vocab_size=VOCAB, seed=1000 + step)
+                    logits = model.segments(tokens, SEGMENT, memory=memory)
+                    loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
             with torch.no_grad():
                 pred = model.segments(test_tokens, SEGMENT, memory=memory).argmax(-1)
             correct = (pred == test_targets)[:, SEGMENT:].reshape(500, -1, SEGMENT).float().mean((0, 1))  # (SEGMENT,)
-            row = {"seed": seed, "memory": memory, "train_s": round(seconds, 1), "threads": torch.get_num_threads(),
+            row = {"seed": seed, "memory": memory, "train_s": round(took.seconds, 1), "threads": torch.get_num_threads(),
                    **{f"pos{p}": round(correct[p].item(), 4) for p in range(SEGMENT)}}
             rows.append(row)
-            print(f"seed {seed} memory={memory}: accuracy {correct.mean():.3f} ({seconds:.0f} s)", flush=True)
-            with open(attn.efficient.results.MEASURED / "efficient_recurrence.csv", "w", newline="") as f:
+            print(f"seed {seed} memory={memory}: accuracy {correct.mean():.3f} ({took.seconds:.0f} s)", flush=True)
+            with open(pathlib.Path(__file__).resolve().parent / "measured" / "efficient_recurrence.csv", "w", newline="") as f:
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))
                 w.writeheader()
                 w.writerows(rows)

@@ -13,15 +13,14 @@ worked before it wrote into pre-allocated buffers), to show what that choice is 
 
     make bench        # or: .venv/bin/python benchmarks/kv_cache.py [--quick] [--threads N]
 
-``--quick`` generates 256 tokens with one timing round. Timings interleave the two methods and
-report medians, so drifts in machine load hit both alike.
+``--quick`` generates 256 tokens with one timing round. Timings (``attn.measure.compare``) interleave the
+methods and report medians, so drifts in machine load hit both alike.
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
+import pathlib
 
 import torch
 
@@ -32,7 +31,7 @@ def build(d_model: int = 256, num_layers: int = 4, num_heads: int = 4, vocab: in
           seed: int = 0) -> attn.models.TokenModel:
     torch.manual_seed(seed)
     model = attn.models.TokenModel(vocab, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                   causal=True, max_len=max_len)
+                                   is_causal=True, max_len=max_len)
     return model.eval()
 
 
@@ -44,12 +43,6 @@ def check_identical(model: attn.models.TokenModel, prompt: torch.Tensor, n_new: 
         first = int((cached != full).int().argmax())
         raise AssertionError(f"KV-cache generation differs from recomputation, first at position {first}")
     return cached
-
-
-def timed(fn) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 class ConcatCache(attn.KVCache):
@@ -79,12 +72,11 @@ def measure(model, prompt: torch.Tensor, n_new: int, rounds: int) -> tuple[float
 
 def measure_all(model, prompt: torch.Tensor, n_new: int, rounds: int) -> tuple[float, float, float]:
     """Median seconds (cache, concatenating cache, recomputing) over ``rounds`` interleaved rounds."""
-    cache, concat, full = [], [], []
-    for _ in range(rounds):
-        cache.append(timed(lambda: model.generate(prompt, n_new, use_cache=True)))
-        concat.append(timed(lambda: generate_concat(model, prompt, n_new)))
-        full.append(timed(lambda: model.generate(prompt, n_new, use_cache=False)))
-    return statistics.median(cache), statistics.median(concat), statistics.median(full)
+    t = attn.measure.compare({"cache": lambda: model.generate(prompt, n_new, use_cache=True),
+                              "concat": lambda: generate_concat(model, prompt, n_new),
+                              "full": lambda: model.generate(prompt, n_new, use_cache=False)},
+                             rounds=rounds, min_run_time=0)
+    return t["cache"], t["concat"], t["full"]
 
 
 def main(argv: list[str] | None = None) -> float:
@@ -116,7 +108,7 @@ def main(argv: list[str] | None = None) -> float:
     print(f"speed-up (recompute / cache): {ratio:.1f}x (goal >= 15x at 512 tokens); "
           f"pre-allocated vs torch.cat cache: {t_cat / t_cache:.2f}x")
     if not args.quick:  # the chapter on efficient attention shows the last full run
-        with open(attn.efficient.results.MEASURED / "kv_cache.csv", "w") as f:
+        with open(pathlib.Path(__file__).resolve().parent / "measured" / "kv_cache.csv", "w") as f:
             f.write("threads,new_tokens,cache_s,cache_cat_s,recompute_s,speedup\n"
                     f"{torch.get_num_threads()},{n_new},{t_cache:.3f},{t_cat:.3f},{t_full:.3f},{ratio:.2f}\n")
     return ratio

@@ -9,32 +9,22 @@ returns the weights) is timed too: it exists to teach, not to be fast.
 
 ``--paths`` records, for the calls of ``attn.efficient.sdpa_cases``, the path PyTorch takes on this
 machine (fused kernel or math fallback), with the torch version, in
-``attn/efficient/measured/sdpa_dispatch.csv``: the efficient-attention chapter shows that record,
+``benchmarks/measured/sdpa_dispatch.csv``: the efficient-attention chapter shows that record,
 because the dispatch changes between torch releases (torch 2.14 sends 3-D inputs to the fused kernel).
 
-Timings interleave the implementations and report medians, float32, B=1, H=8, E=64.
+Timings (``attn.measure.compare``) interleave the implementations and report medians, float32, B=1, H=8, E=64.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import statistics
-import time
+import pathlib
 
 import torch
 import torch.nn.functional as F
 
 import attn
-
-
-def median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def run(sizes, causal: bool, repeats: int) -> list[tuple]:
@@ -48,32 +38,22 @@ def run(sizes, causal: bool, repeats: int) -> list[tuple]:
             "explicit": lambda: attn.scaled_dot_product_attention(q, k, v, is_causal=causal, return_weights=True),
         }
         torch.testing.assert_close(fns["attn"](), fns["torch"](), atol=1e-5, rtol=1e-5)
-        for fn in fns.values():  # warm-up
-            fn()
-        # Interleave: each round times all three, so drifts in machine load hit them alike, and
-        # rotate the order every round, so no implementation always runs first (or right after
-        # the expensive explicit path, with its large freed buffers).
-        samples = {name: [] for name in fns}
-        names = list(fns)
-        for r in range(repeats):
-            for name in names[r % 3 :] + names[: r % 3]:
-                fn = fns[name]
-                if name == "explicit" and n >= 4096 and len(samples[name]) >= 3:
-                    continue
-                samples[name].append(median_time(fn, 1))
-        t = {name: statistics.median(s) for name, s in samples.items()}
+        # attn.measure.compare interleaves: each round times all three, so drifts in machine load hit
+        # them alike, and reverses the order every other round, so no implementation always runs
+        # first. The explicit path is slow at large n: it gets at most 3 rounds there, on its own.
+        slow = {"explicit": fns.pop("explicit")} if n >= 4096 and repeats > 3 else {}
+        t = attn.measure.compare(fns, rounds=repeats, min_run_time=0)
+        t |= attn.measure.compare(slow, rounds=3, min_run_time=0) if slow else {}
         rows.append((n, causal, t["torch"], t["attn"], t["explicit"]))
     return rows
 
 
 def record_paths() -> None:
-    """Write measured/sdpa_dispatch.csv: call, path, torch version."""
+    """Write benchmarks/measured/sdpa_dispatch.csv: call, path, torch version."""
     from attn.efficient import sdpa_cases, sdpa_path
-    from attn.efficient.results import MEASURED
-
     q, k, v = (torch.randn(1, 8, 128, 64, generator=torch.Generator().manual_seed(i)) for i in range(3))
     version = torch.__version__.split("+")[0]
-    with open(MEASURED / "sdpa_dispatch.csv", "w", newline="") as f:
+    with open(pathlib.Path(__file__).resolve().parent / "measured" / "sdpa_dispatch.csv", "w", newline="") as f:
         out = csv.writer(f, lineterminator="\n")
         out.writerow(["call", "path", "torch"])
         for name, fn in sdpa_cases(q, k, v).items():

@@ -7,13 +7,13 @@ against recomputation, each pair measured side by side in one run.
    (64, 256, 1024) and width ``D`` (128, 256, 512), with ``H = D / 64`` heads; plus a tiny input
    (B 1, L 4, D 16, H 2) that shows the per-call overhead. Goal: ours at most 1.1x PyTorch's time
    at every shape.
-2. **Cached decoding.** ``TokenModel(64, d_model=256, num_heads=4, num_layers=4, causal=True)``
+2. **Cached decoding.** ``TokenModel(64, d_model=256, num_heads=4, num_layers=4, is_causal=True)``
    (random weights, seeded) continues a 16-token prompt by 512 tokens, batch 1, with one
    ``KVCache`` per layer and by recomputing every position at every step; the tokens must be
    identical. Goal: the cache at least 15x faster (median of rounds).
 
-Timings use ``torch.utils.benchmark``; the two sides of each pair alternate round by round, and
-the medians are compared, so drifts in machine load hit both alike. Results go to
+Timings use ``attn.measure.compare`` (``torch.utils.benchmark``); the two sides of each pair alternate
+round by round, and the medians are compared, so drifts in machine load hit both alike. Results go to
 ``benchmarks/results/speed_<threads>threads.csv`` (one row per pair).
 
     .venv/bin/python benchmarks/speed.py [--quick] [--threads N] [--part attention|decoding|both]
@@ -27,11 +27,9 @@ import argparse
 import csv
 import itertools
 import pathlib
-import statistics
 
 import torch
 from torch import nn
-from torch.utils import benchmark
 
 import attn
 
@@ -52,26 +50,15 @@ def attention_pair(B: int, L: int, D: int, H: int, seed: int = 0):
     return ours, ref, x
 
 
-def side_by_side(stmts: dict[str, str], env: dict, rounds: int, min_run_time: float) -> dict[str, float]:
-    """Median seconds per call of each statement, over ``rounds`` alternating rounds."""
-    times: dict[str, list[float]] = {name: [] for name in stmts}
-    for _ in range(rounds):
-        for name, stmt in stmts.items():
-            timer = benchmark.Timer(stmt, globals=env, num_threads=torch.get_num_threads())
-            m = timer.blocked_autorange(min_run_time=min_run_time) if min_run_time else timer.timeit(1)
-            times[name].append(m.median)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def attention_grid(quick: bool, rounds: int) -> list[dict]:
     sizes = ((1, 32), (64, 1024), (128, 512)) if quick else ((1, 8, 32), (64, 256, 1024), (128, 256, 512))
     shapes = [TINY] + [(B, L, D, D // 64) for B, L, D in itertools.product(*sizes)]
     rows = []
     for B, L, D, H in shapes:
         ours, ref, x = attention_pair(B, L, D, H)
-        t = side_by_side({"ours": "with torch.no_grad(): ours(x)",
-                          "torch": "with torch.no_grad(): ref(x, x, x, need_weights=False)"},
-                         {"ours": ours, "ref": ref, "x": x, "torch": torch}, rounds, min_run_time=0.2)
+        t = attn.measure.compare({"ours": "with torch.no_grad(): ours(x)",
+                                  "torch": "with torch.no_grad(): ref(x, x, x, need_weights=False)"},
+                                 rounds=rounds, min_run_time=0.2, ours=ours, ref=ref, x=x, torch=torch)
         rows.append({"what": "attention", "B": B, "L": L, "D": D, "H": H, "ours_s": t["ours"],
                      "reference_s": t["torch"], "ratio": t["ours"] / t["torch"]})
         print(f"B{B:<3} L{L:<5} D{D:<4} H{H}: attn {t['ours'] * 1e6:10.1f} us  torch {t['torch'] * 1e6:10.1f} us"
@@ -85,7 +72,7 @@ def decoding_model(d_model: int = 256, num_heads: int = 4, num_layers: int = 4, 
                    max_len: int = 640, seed: int = 0) -> attn.models.TokenModel:
     torch.manual_seed(seed)
     return attn.models.TokenModel(vocab, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                  causal=True, max_len=max_len).eval()
+                                  is_causal=True, max_len=max_len).eval()
 
 
 def decoding(n_new: int, rounds: int, prompt_len: int = 16) -> dict:
@@ -93,9 +80,9 @@ def decoding(n_new: int, rounds: int, prompt_len: int = 16) -> dict:
     prompt = torch.randint(0, 64, (1, prompt_len), generator=torch.Generator().manual_seed(1))
     if not torch.equal(model.generate(prompt, n_new), model.generate(prompt, n_new, use_cache=False)):
         raise AssertionError("cached generation gives other tokens than recomputation")
-    t = side_by_side({"cache": "model.generate(prompt, n, use_cache=True)",
-                      "recompute": "model.generate(prompt, n, use_cache=False)"},
-                     {"model": model, "prompt": prompt, "n": n_new}, rounds, min_run_time=0)
+    t = attn.measure.compare({"cache": "model.generate(prompt, n, use_cache=True)",
+                              "recompute": "model.generate(prompt, n, use_cache=False)"},
+                             rounds=rounds, min_run_time=0, model=model, prompt=prompt, n=n_new)
     ratio = t["recompute"] / t["cache"]
     print(f"decoding {n_new} tokens after {prompt_len}: cache {t['cache']:.2f} s "
           f"({t['cache'] / n_new * 1e3:.2f} ms/token), recompute {t['recompute']:.2f} s, "

@@ -1,6 +1,6 @@
 """Write attn's frozen English corpus, src/attn/texts/english.txt.gz, from CPython's pydoc_data.
 
-    python3.11 scripts/english_text.py
+    python3.11 -m scripts.english_text
 
 The chapters and the trained checkpoints (src/attn/checkpoints) use this exact text, so it ships with
 the package instead of being read from the running Python: pydoc_data.topics differs between Python

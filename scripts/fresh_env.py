@@ -1,8 +1,8 @@
 """Run every chapter as a Colab reader would: a fresh virtual environment with only `attn`.
 
-    python scripts/fresh_env.py [--keep DIR] [book/x.ipynb ...]
+    python -m scripts.fresh_env [--keep DIR] [book/x.ipynb ...]
 
-    python scripts/fresh_env.py --python python3.12 --newest --nbval   # Colab's Python, newest releases
+    python -m scripts.fresh_env --python python3.12 --newest --nbval   # Colab's Python, newest releases
 
 1. Creates a new virtual environment in a temporary folder (no access to the project's .venv), with
    `uv` (pinned in requirements.txt): packages are unpacked once into uv's cache (~/.cache/uv, or
@@ -37,13 +37,10 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from scripts import nbval_runs, notebooks, reader
+from scripts.uv_args import pip_index_args
 
-import nbval_runs  # noqa: E402
-import notebooks  # noqa: E402
-import reader  # noqa: E402
-from uv_args import pip_index_args  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 BUILD_PACKAGES = ("myst_nb", "sphinx", "jupyter_book", "nbval")
 REQUIRE_CALL = re.compile(r"""require\(\s*["'](?P<name>[\w.]+)["'](?:[^)]*?pip\s*=\s*["'](?P<pip>[\w.\[\]-]+)["'])?""")
@@ -123,7 +120,8 @@ import importlib.util, json, pathlib, sys
 import attn, attn.widgets
 pkg = pathlib.Path(attn.__file__).parent
 assets = sorted(p.name for p in (pkg / "widgets").iterdir() if p.suffix in {".js", ".css"})
-print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets,
+measured = sorted(p.name for p in (pkg / "measured").glob("*")) if (pkg / "measured").is_dir() else []
+print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets, "measured": measured,
                   "build_packages": [m for m in sys.argv[1:] if importlib.util.find_spec(m)]}))
 """
 
@@ -137,19 +135,32 @@ def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
         problems.append(f"attn is not installed in the fresh environment: imported from {info['file']}")
     if info["assets"] != expected:
         problems.append(f"installed widget assets {info['assets']} differ from src/attn/widgets {expected}")
+    shipped = sorted(p.name for p in (ROOT / "benchmarks" / "measured").iterdir())
+    if info["measured"] != shipped:  # copied in by setup.py: the chapters read them in Colab
+        problems.append(f"installed measurements {info['measured']} differ from benchmarks/measured {shipped}")
     if info["build_packages"]:
         problems.append(f"book-build packages are importable in the fresh environment: {info['build_packages']}")
     info["problems"] = problems
     return info
 
 
-def kernelspec(py: pathlib.Path, work: pathlib.Path) -> pathlib.Path:
+KERNEL_NAME = "attn-fresh"
+# What `make test`'s kernel adds to the environment it inherits: glue writes myst-nb's records, so
+# that nbval compares them with the stored ones (attn.notebook.glue), and nothing points back at
+# the project's packages.
+KERNEL_ENV = {"ATTN_GLUE_RECORDS": "1", "PYTHONPATH": "", "PYTHONHOME": "", "ATTN_QUIET": "1",
+              "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def kernelspec(py: pathlib.Path, work: pathlib.Path, env: dict[str, str] | None = None) -> pathlib.Path:
+    """A Jupyter kernel named `attn-fresh` running `py`, in work/jupyter (give it as JUPYTER_PATH);
+    `env`: variables the kernel sets on top of the ones it inherits."""
     home = work / "jupyter"
-    spec = home / "kernels" / "attn-fresh"
+    spec = home / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [str(py), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "attn (fresh environment)", "language": "python",
+        "display_name": "attn (fresh environment)", "language": "python", **({"env": env} if env else {}),
     }))
     return home
 
@@ -169,6 +180,7 @@ def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, job
     home = kernelspec(py, work)
     runner = pathlib.Path(sys.executable).parent / "jupyter-execute"
     rundir = work / "run"
+    work.mkdir(parents=True, exist_ok=True)
     pending = _editions(paths, rundir)
     results: dict[str, dict] = {}
     running: list[tuple[str, subprocess.Popen, float, pathlib.Path]] = []
@@ -177,7 +189,7 @@ def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, job
         while pending and len(running) < jobs:
             name = pending.pop(0)
             log = work / f"{name}.log"
-            cmd = [str(runner), "--kernel_name=attn-fresh", "--timeout=600", name]
+            cmd = [str(runner), f"--kernel_name={KERNEL_NAME}", "--timeout=600", name]
             proc = subprocess.Popen(cmd, cwd=rundir, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
             running.append((name, proc, time.perf_counter(), log))
         time.sleep(0.5)
@@ -199,7 +211,7 @@ def nbval(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, jobs:
     names = _editions(paths, rundir)
     env = clean_env(JUPYTER_PATH=str(home))
     del env["MPLBACKEND"]  # the kernel's inline backend shows the figures, whose text/plain nbval compares
-    return nbval_runs.run(names, env=env, cwd=rundir, jobs=jobs, kernel="attn-fresh")
+    return nbval_runs.run(names, env=env, cwd=rundir, jobs=jobs, kernel=KERNEL_NAME)
 
 
 def main(argv: list[str]) -> int:

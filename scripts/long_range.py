@@ -2,7 +2,7 @@
 answer lies close, at several sequence lengths and seeds. Writes the results the chapter
 ``book/why_attention.ipynb`` reads (training all of them takes minutes, more than a chapter may).
 
-    PYTHONPATH=src python scripts/long_range.py            # writes src/attn/results/long_range.json
+    PYTHONPATH=src python -m scripts.long_range            # writes benchmarks/measured/long_range.json
 
 Both tasks: a sequence of ``n`` random tokens; the model reads it all and predicts, at the last
 position, one earlier token:
@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-import time
 
 import torch
 from torch import nn
@@ -30,7 +29,7 @@ SEEDS = (0, 1, 2)
 STEPS = 1000
 BATCH = 32
 LR = 3e-3
-OUT = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "results" / "long_range.json"
+OUT = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "measured" / "long_range.json"  # shipped by setup.py
 
 
 def batch(task: str, n: int, size: int, *, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -88,21 +87,20 @@ def run(model_name: str, task: str, n: int, seed: int, *, steps: int = STEPS) ->
     torch.manual_seed(seed)
     model = MODELS[model_name]()
     loss_fn = lambda m, b: nn.functional.cross_entropy(m(b[0]), b[1])  # noqa: E731
-    t0, c0 = time.perf_counter(), time.process_time()
-    losses = attn.train.train(model, lambda s: batch(task, n, BATCH, seed=10_000 * seed + s), loss_fn,
-                              steps=steps, lr=LR, warmup=steps // 10, seed=seed, progress=False)
-    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    with attn.measure.stopwatch() as wall, attn.measure.stopwatch("process") as cpu:
+        losses = attn.train.train(model, lambda s: batch(task, n, BATCH, seed=10_000 * seed + s), loss_fn,
+                                  steps=steps, lr=LR, warmup=steps // 10, seed=seed, progress=False)
     tokens, target = batch(task, n, 1000, seed=999_999)  # held out: seeds never used in training
     with torch.no_grad():
         acc = (model(tokens).argmax(-1) == target).float().mean().item()
     return dict(model=model_name, task=task, n=n, distance=distance(task, n), seed=seed, accuracy=round(acc, 4),
-                final_loss=round(sum(losses[-20:]) / 20, 4), train_seconds=round(seconds, 2),
-                train_cpu_seconds=round(cpu, 2),
+                final_loss=round(sum(losses[-20:]) / 20, 4), train_seconds=round(wall.seconds, 2),
+                train_cpu_seconds=round(cpu.seconds, 2),
                 parameters=parameters(model), chance=round(1 / VOCAB, 4))
 
 
 def main(argv: list[str]) -> None:
-    """``python scripts/long_range.py [OUT.json]`` (default: the file the chapter reads)."""
+    """``python -m scripts.long_range [OUT.json]`` (default: the file the chapter reads)."""
     out = pathlib.Path(argv[0]) if argv else OUT
     torch.set_num_threads(1)
     rows = []
@@ -114,7 +112,7 @@ def main(argv: list[str]) -> None:
                     print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     out.parent.mkdir(exist_ok=True)
     meta = dict(steps=STEPS, batch=BATCH, lr=LR, vocab=VOCAB, threads=1, torch=torch.__version__,
-                command="PYTHONPATH=src python scripts/long_range.py")
+                command="PYTHONPATH=src python -m scripts.long_range")
     out.write_text(json.dumps(dict(meta=meta, runs=rows), indent=1) + "\n")
 
 

@@ -1,9 +1,9 @@
 """Mutation testing of the core of ``attn`` with mutmut: how much of the code the quick tests pin down.
 
-    python scripts/mutate.py                       # every core module (make mutate)
-    python scripts/mutate.py functional masks      # some of them
-    python scripts/mutate.py --summary             # only print the counts of the last runs
-    python scripts/mutate.py --again masks         # re-run only the survivors, with the tests as they are now
+    python -m scripts.mutate                       # every core module (make mutate)
+    python -m scripts.mutate functional masks      # some of them
+    python -m scripts.mutate --summary             # only print the counts of the last runs
+    python -m scripts.mutate --again masks         # re-run only the survivors, with the tests as they are now
 
 mutmut changes one operator, constant, comparison or keyword of a module at a time (a *mutant*) and
 runs the tests; a mutant that no test notices *survived*. Each module is run in its own folder
@@ -40,6 +40,7 @@ CORE = {
 PYPROJECT = """\
 [tool.pytest.ini_options]
 testpaths = ["tests"]
+pythonpath = ["."]
 addopts = "-p no:cacheprovider"
 markers = ["slow: not a quick unit test", "site: -", "browser: -", "fresh_env: -"]
 
@@ -58,6 +59,7 @@ def prepare(name: str) -> pathlib.Path:
         shutil.rmtree(work)
     (work / "tests").mkdir(parents=True)
     shutil.copytree(ROOT / "src", work / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(ROOT / "scripts", work / "scripts", ignore=shutil.ignore_patterns("__pycache__"))  # conftest's
     shutil.copy2(ROOT / "tests" / "conftest.py", work / "tests" / "conftest.py")
     for t in (t for t in tests if t.startswith("tests/")):
         shutil.copy2(ROOT / t, work / t)

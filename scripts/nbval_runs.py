@@ -1,6 +1,6 @@
 """`pytest --nbval` on the chapters outside `make test`: under simulated other CPUs.
 
-    python scripts/nbval_runs.py [--jobs N] [--native] [book/x.ipynb ...]   # make test-cpus
+    python -m scripts.nbval_runs [--jobs N] [--native] [book/x.ipynb ...]   # make test-cpus
 
 The stored outputs must not depend on the machine that computed them. One machine can compute
 as others do: ATen, MKL and oneDNN pick their kernels from environment variables. Each
@@ -29,10 +29,9 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
+from scripts import notebooks
 
-import notebooks  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 AVX2 = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
 NO_SIMD = {"ATEN_CPU_CAPABILITY": "default"}

@@ -1,9 +1,9 @@
 """Chapter notebooks: the Colab set-up cell (generated from _config.yml) and re-execution.
 
-    python scripts/notebooks.py execute [book/x.ipynb ...]   # all chapters in _toc.yml by default
-    python scripts/notebooks.py setup-cells                  # only rewrite the first cells
-    python scripts/notebooks.py reader                       # only rewrite the reader editions
-    python scripts/notebooks.py figures                      # only write captions and alt text
+    python -m scripts.notebooks execute [book/x.ipynb ...]   # all chapters in _toc.yml by default
+    python -m scripts.notebooks setup-cells                  # only rewrite the first cells
+    python -m scripts.notebooks reader                       # only rewrite the reader editions
+    python -m scripts.notebooks figures                      # only write captions and alt text
 
 `execute` also rewrites the reader editions of the chapters it ran (reader/book/*.ipynb, see
 scripts/reader.py): the notebooks that Colab, Binder and the site's download button open.
@@ -195,7 +195,7 @@ def main(argv: list[str]) -> int:
             nb = nbformat.read(path, as_version=4)
             if write_figure_texts(nb, path.stem):
                 nbformat.write(nb, path)
-    import reader
+    from scripts import reader
 
     for path in reader.write_all(paths, repository()[0], {p.stem for p in chapters()}):
         print(f"wrote {path.relative_to(ROOT)}")

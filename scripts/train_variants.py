@@ -1,6 +1,6 @@
 """Train the model-variants chapter's text models and store their checkpoints.
 
-    PYTHONPATH=src python scripts/train_variants.py [bert gpt t5]
+    PYTHONPATH=src python -m scripts.train_variants [bert gpt t5]
 
 Each recipe (``attn.pretraining.RECIPES``) is trained from seed 0 on the CPU with one thread, then
 stored as a float16 state dict (``src/attn/checkpoints/<name>.pt``) next to its training log

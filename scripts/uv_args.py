@@ -1,6 +1,6 @@
 """pip's package indexes, find-links folders and constraint files, printed as uv options.
 
-    uv pip install $(python scripts/uv_args.py) -r requirements.txt
+    uv pip install $(python -m scripts.uv_args) -r requirements.txt
 
 `make setup` and scripts/fresh_env.py install with uv (pinned in requirements.txt): it unpacks each
 package once into its cache and links it from there. uv does not read pip's configuration; this

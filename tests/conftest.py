@@ -6,10 +6,11 @@ import pytest
 import torch
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
 # Notebook kernels started by nbval inherit this: training loops keep their progress bars quiet,
 # as they were when the stored outputs were made.
 os.environ.setdefault("ATTN_QUIET", "1")
+
+from scripts import fresh_env, notebooks  # noqa: E402  (after ATTN_QUIET is set)
 
 
 def pytest_addoption(parser):
@@ -18,6 +19,36 @@ def pytest_addoption(parser):
 
 
 SITE_FIXTURES = {"built_site", "browser", "site_server", "watch"}
+FRESH_ENV = "ATTN_FRESH_ENV"  # the folder of this run's fresh environment, for the xdist workers
+
+
+def pytest_configure(config):
+    """With --fresh-env, the first thing the run does (in the controller, before any worker starts)
+    is to create a fresh environment with only `attn` installed, as a reader's (scripts/fresh_env.py;
+    seconds, from uv's cache). With --nbval too, the chapters run there, once: nbval starts their
+    kernels from it (`attn-fresh`, found through JUPYTER_PATH) and compares every stored output,
+    so the run that checks the outputs is also the run that proves a reader's install runs them.
+    The workers inherit the environment variables and so use the same kernel."""
+    if config.getoption("--fresh-env") and FRESH_ENV not in os.environ:
+        import tempfile
+
+        work = pathlib.Path(tempfile.mkdtemp(prefix="attn-fresh-"))
+        config._attn_fresh_work = work
+        py = fresh_env.create(work, notebooks.chapters())
+        os.environ["JUPYTER_PATH"] = str(fresh_env.kernelspec(py, work, env=fresh_env.KERNEL_ENV))
+        os.environ[FRESH_ENV] = str(work)
+    if os.environ.get(FRESH_ENV) and config.pluginmanager.hasplugin("nbval") and config.getoption("--nbval", False):
+        config.option.nbval_current_env = False
+        config.option.nbval_kernel_name = fresh_env.KERNEL_NAME
+
+
+def pytest_unconfigure(config):
+    work = getattr(config, "_attn_fresh_work", None)
+    if work is not None:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+        os.environ.pop(FRESH_ENV, None)
 
 
 def pytest_collection_modifyitems(config, items):

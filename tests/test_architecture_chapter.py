@@ -97,6 +97,6 @@ def test_exercise_5_decoder_only_parameter_count_is_the_formula():
 
     V, D, d_ff, layers = 37000, 512, 2048, 12
     with torch.device("meta"):
-        model = TokenModel(V, D, 8, layers, d_ff, causal=True)
+        model = TokenModel(V, D, 8, layers, d_ff, is_causal=True)
     formula = V * D + layers * (4 * D * D + 9 * D + 2 * D * d_ff + d_ff) + 2 * D + D * V + V
     assert sum(p.numel() for p in model.parameters()) == formula == 75_754_632

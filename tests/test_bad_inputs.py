@@ -24,7 +24,7 @@ def _token_model(tokens):
 
 
 def _generate(max_new_tokens):
-    lm = TokenModel(10, d_model=16, num_heads=2, num_layers=1, causal=True, max_len=32)
+    lm = TokenModel(10, d_model=16, num_heads=2, num_layers=1, is_causal=True, max_len=32)
     return lm.generate(torch.tensor([[1, 2, 3]]), max_new_tokens)
 
 

@@ -32,7 +32,7 @@ def lm(pos: str = "sinusoidal", seed: int = 0) -> TokenModel:
         "t5": lambda: positional.T5RelativePositionBias(H, bidirectional=False),
     }[pos]
     spec = spec() if callable(spec) else spec
-    return TokenModel(VOCAB, d_model=D, num_heads=H, num_layers=2, causal=True, max_len=64,
+    return TokenModel(VOCAB, d_model=D, num_heads=H, num_layers=2, is_causal=True, max_len=64,
                       positional=spec).eval()
 
 

@@ -118,8 +118,8 @@ CASES = {
     # efficient
     "tiled_attention(is_causal, additive mask)": lambda d, t: ef.tiled_attention(
         *qkv(d, t, L=5, S=7), is_causal=True, mask=torch.zeros(5, 7, dtype=t, device=d), block_size=2),
-    "banded_attention": lambda d, t: ef.banded_attention(*qkv(d, t, L=7, S=7), window=2, causal=True),
-    "linear_attention": lambda d, t: ef.linear_attention(*qkv(d, t), causal=True, chunk_size=4),
+    "banded_attention": lambda d, t: ef.banded_attention(*qkv(d, t, L=7, S=7), window=2, is_causal=True),
+    "linear_attention": lambda d, t: ef.linear_attention(*qkv(d, t), is_causal=True, chunk_size=4),
     "linear_attention(non-causal)": lambda d, t: ef.linear_attention(*qkv(d, t, L=4)),
     "linear_attention_recurrent": lambda d, t: ef.linear_attention_recurrent(*qkv(d, t)),
     "elu_feature_map": lambda d, t: ef.elu_feature_map(rnd(d, t, 3, 4)),
@@ -144,7 +144,7 @@ NOT_ON_META = {
                              "checks its global token indices (.any())"),
     "bigbird_attention": (lambda d, t: ef.bigbird_attention(
         *qkv(d, t, L=7, S=7), window=2, random=ef.random_keys(7, num_random=2).to(d)), "checks its random keys (.any())"),
-    "TokenModel": (lambda d, t: build(d, t, lambda: attn.models.TokenModel(16, 8, 2, 1, max_len=8, causal=True))(
+    "TokenModel": (lambda d, t: build(d, t, lambda: attn.models.TokenModel(16, 8, 2, 1, max_len=8, is_causal=True))(
         tokens(d, 2, 5)), "checks the token ids' range (.max())"),
     "Seq2Seq": (lambda d, t: build(d, t, lambda: attn.models.Seq2Seq(16, 16, 8, 2, 1, 1, max_len=8))(
         tokens(d, 2, 5), tokens(d, 2, 3)), "checks the token ids' range"),
@@ -160,12 +160,12 @@ NOT_ON_META = {
 NOT_TENSOR_CODE = {
     # mask builders without a device argument: they return CPU masks by contract (move them with .to)
     "masks.padding", "masks.cross_padding", "masks.sliding_window", "masks.dilated", "masks.local_global",
-    "masks.bigbird", "masks.prefix_lm", "masks.seeded_uniform",
+    "masks.bigbird", "masks.prefix_lm", "masks.seeded_uniform", "masks.random_keys",
     # tables and helpers computed once on the CPU, then registered as buffers that follow .to()
     "positional.sinusoidal_table", "positional.t5_bucket", "positional.alibi_slopes", "positional.ENCODINGS",
     "attention.record_attention",  # a context manager that records weights (covered by the modules it wraps)
     "efficient.random_keys", "efficient.delayed_copy",  # seeded CPU data, documented as such
-    "efficient.KINDS", "efficient.aten_ops", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
+    "efficient.KINDS", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
     "efficient.sdpa_cases",  # the calls whose kernel the efficient chapter records (thunks, not a computation)
     "variants.comparison", "variants.comparison_markdown",

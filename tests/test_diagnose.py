@@ -49,8 +49,8 @@ def test_every_check_passes_on_correct_attn_modules(name, causal):
         torch.manual_seed(seed)
         module = correct_modules()[name]()
         if isinstance(module, bugs.Reference):
-            module.causal = causal
-        report = diagnose.check(module, d_model=D, causal=causal)
+            module.is_causal = causal
+        report = diagnose.check(module, d_model=D, is_causal=causal)
         assert report, repr(report)
         expected = {"shape contract", "output width", "reach", "padding", "positions", "fully masked rows",
                     "half precision", "scaling"} | ({"causality"} if causal else set())
@@ -63,7 +63,7 @@ def test_every_check_passes_on_correct_attn_modules(name, causal):
 def test_every_check_passes_on_pytorch_modules_in_training_mode(name, causal):
     for seed in range(2):
         torch.manual_seed(seed)
-        report = diagnose.check(torch_modules()[name]().train(), d_model=D, causal=causal)
+        report = diagnose.check(torch_modules()[name]().train(), d_model=D, is_causal=causal)
         assert report, repr(report)
         assert report["positions"].passed is None and report["positions"].value.endswith("ignores positions")
 
@@ -72,7 +72,7 @@ def test_dropout_does_not_fool_the_perturbation_checks():
     """Paired calls are reseeded, so both draw the same dropout masks."""
     torch.manual_seed(0)
     report = diagnose.check(nn.TransformerEncoderLayer(D, H, 64, dropout=0.3, batch_first=True).train(), d_model=D,
-                            causal=True)
+                            is_causal=True)
     assert report, repr(report)
 
 
@@ -130,7 +130,7 @@ def build(cls, causal: bool, d_model: int = D, num_heads: int = H, seed: int = 0
     torch.manual_seed(seed)
     if cls is bugs.KeysFromDecoder:  # a cross-attention bug: check the decoder layer around it
         return bugs.DecoderLayer(d_model, num_heads, torch.randn(1, 6, d_model), cross=cls)
-    return cls(d_model, num_heads, causal=causal)
+    return cls(d_model, num_heads, is_causal=causal)
 
 
 def test_the_zoo_and_the_targets_list_the_same_bugs():
@@ -142,7 +142,7 @@ def test_each_bug_fails_the_check_meant_to_catch_it(cls):
     targets, causal_bug = TARGETS[cls]
     for causal in ([True] if causal_bug else [False, True]):
         d = 30 if cls is bugs.TruncatedHeads else D  # 30 = 4 heads of 7, and 2 dimensions dropped
-        report = diagnose.check(build(cls, causal, d), d_model=d, causal=causal, positions=True)
+        report = diagnose.check(build(cls, causal, d), d_model=d, is_causal=causal, positions=True)
         wanted = targets if causal else targets - {"causality"}
         assert not report
         assert wanted <= set(report.failed), repr(report)
@@ -229,6 +229,8 @@ def test_num_heads_not_dividing_d_model_fails_the_shape_contract():
 def test_bad_arguments_raise_clear_errors():
     with pytest.raises(ValueError, match="d_model must be a positive integer"):
         diagnose.check(attn.MultiHeadAttention(D, H), d_model=0)
+    with pytest.raises(ValueError, match="^d_model must be a positive integer, got True$"):
+        diagnose.check(attn.MultiHeadAttention(D, H), d_model=True)  # a bool is not a width
     with pytest.raises(TypeError, match="f must be callable"):
         diagnose.check(3, d_model=D)
 
@@ -236,7 +238,7 @@ def test_bad_arguments_raise_clear_errors():
 def test_report_renders_deterministically_without_addresses():
     def render():
         torch.manual_seed(0)
-        return diagnose.check(bugs.OffByOneCausal(D, H, causal=True), d_model=D, causal=True)
+        return diagnose.check(bugs.OffByOneCausal(D, H, is_causal=True), d_model=D, is_causal=True)
 
     a, b = render(), render()
     assert repr(a) == repr(b) and a._repr_html_() == b._repr_html_()
@@ -254,8 +256,8 @@ def test_adapters_agree_with_the_modules_own_calls():
     ours.load_state_dict({"in_proj.weight": mha.in_proj_weight, "in_proj.bias": mha.in_proj_bias,
                           "out_proj.weight": mha.out_proj.weight, "out_proj.bias": mha.out_proj.bias})
     for causal in (False, True):
-        a = diagnose.adapt(mha.train(), causal=causal)(x, km)
-        b = diagnose.adapt(ours, causal=causal)(x, km)
+        a = diagnose.adapt(mha.train(), is_causal=causal)(x, km)
+        b = diagnose.adapt(ours, is_causal=causal)(x, km)
         assert_close(a, b, atol=1e-5, rtol=1e-5)
     tel = nn.TransformerEncoderLayer(D, H, 64, dropout=0.0)  # (L, B, D) layout
     assert_close(diagnose.adapt(tel)(x, km), tel(x.transpose(0, 1), src_key_padding_mask=~km).transpose(0, 1))
@@ -264,7 +266,7 @@ def test_adapters_agree_with_the_modules_own_calls():
 @pytest.mark.parametrize("causal", [False, True])
 def test_zoo_reference_equals_multi_head_attention_on_positioned_input(causal):
     torch.manual_seed(0)
-    ref = bugs.Reference(D, H, causal=causal)
+    ref = bugs.Reference(D, H, is_causal=causal)
     mha = attn.MultiHeadAttention(D, H)
     mha.in_proj.load_state_dict(ref.qkv.state_dict())
     mha.out_proj.load_state_dict(ref.out.state_dict())
@@ -276,8 +278,8 @@ def test_zoo_reference_equals_multi_head_attention_on_positioned_input(causal):
 
 def test_dependency_map_shows_the_causal_triangle_and_the_off_by_one_leak():
     x = torch.randn(1, 6, D)
-    ok = diagnose.dependency_map(bugs.Reference(D, H, causal=True), x)
-    leak = diagnose.dependency_map(bugs.OffByOneCausal(D, H, causal=True), x)
+    ok = diagnose.dependency_map(bugs.Reference(D, H, is_causal=True), x)
+    leak = diagnose.dependency_map(bugs.OffByOneCausal(D, H, is_causal=True), x)
     upper = torch.triu(torch.ones(6, 6, dtype=torch.bool), 1)
     assert (ok[upper] == 0).all() and (ok[~upper] > 1e-4).all()
     assert (leak.diagonal(1) > 1e-4).all() and (leak[torch.triu(torch.ones(6, 6, dtype=torch.bool), 2)] == 0).all()
@@ -286,15 +288,15 @@ def test_dependency_map_shows_the_causal_triangle_and_the_off_by_one_leak():
 @pytest.mark.parametrize("pos", POSITIONALS)
 def test_the_causal_chapters_models_pass_and_positions_are_seen_where_they_act(pos):
     layer = lm(pos).layers[0]  # an attn EncoderLayer inside the causal chapter's language model
-    report = diagnose.check(layer, d_model=layer.self_attn.d_model, causal=True)
+    report = diagnose.check(layer, d_model=layer.self_attn.d_model, is_causal=True)
     assert report, repr(report)
     uses = report["positions"].value.endswith("uses positions")
     assert uses is (pos in ("alibi", "rope", "t5")), "sinusoidal positions are added before the layer"
 
 
 def test_stale_training_mask_is_right_at_the_training_length_only():
-    layer = bugs.StaleTrainingMask(D, H, causal=True, max_len=8)
-    finding = diagnose.check(layer, d_model=D, causal=True, length=8)["causality"]
+    layer = bugs.StaleTrainingMask(D, H, is_causal=True, max_len=8)
+    finding = diagnose.check(layer, d_model=D, is_causal=True, length=8)["causality"]
     assert finding.passed is False and "(L = 5," in finding.value  # the shorter probe catches it
     full = diagnose.dependency_map(layer, torch.randn(1, 8, D))
     short = diagnose.dependency_map(layer, torch.randn(1, 5, D))

@@ -7,7 +7,6 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils.flop_counter import FlopCounterMode
 
 import attn
 from attn import efficient as ef
@@ -27,12 +26,6 @@ def _one_thread():
 def qkv(*shape, seed=0, dtype=torch.float32, requires_grad=False):
     g = torch.Generator().manual_seed(seed)
     return [torch.randn(*shape, generator=g, dtype=dtype).requires_grad_(requires_grad) for _ in range(3)]
-
-
-def flops(fn) -> int:
-    with FlopCounterMode(display=False) as fc:
-        fn()
-    return fc.get_total_flops()
 
 
 # --- tiled attention -----------------------------------------------------------------------------
@@ -87,8 +80,8 @@ def test_tiled_backward_equals_sdpa_gradients():
 
 def test_tiled_causal_skips_the_tiles_above_the_diagonal():
     q, k, v = qkv(1, 1, 256, 16)
-    full = flops(lambda: ef.tiled_attention(q, k, v, block_size=64))
-    causal = flops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=64))
+    full = attn.measure.flops(lambda: ef.tiled_attention(q, k, v, block_size=64))
+    causal = attn.measure.flops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=64))
     assert causal == full * 10 // 16  # 4 x 4 tiles, 10 on or below the diagonal
 
 
@@ -172,16 +165,16 @@ def test_tiled_updates_in_place_without_autograd_and_copies_with_it():
     place when one is; a tensor that merely exists does not ask for a gradient."""
     q, k, v = qkv(1, 2, 12, 4)
     run = lambda *t: ef.tiled_attention(*t, is_causal=True, block_size=4)  # noqa: E731
-    fast = ef.aten_ops(lambda: run(q, k, v))
+    fast = attn.measure.operators(lambda: run(q, k, v))
     assert {"masked_fill_", "baddbmm_", "exp_"} <= set(fast), fast
-    slow = ef.aten_ops(lambda: run(q.requires_grad_(), k, v))
+    slow = attn.measure.operators(lambda: run(q.requires_grad_(), k, v))
     assert not {"masked_fill_", "baddbmm_", "exp_"} & set(slow), slow
 
 
 def test_tiled_causal_with_more_queries_than_keys_computes_only_the_tiles_with_visible_keys():
     q, _, _ = qkv(1, 1, 64, 8)
     _, k, v = qkv(1, 1, 16, 8)
-    ops = ef.aten_ops(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=16))
+    ops = attn.measure.operators(lambda: ef.tiled_attention(q, k, v, is_causal=True, block_size=16))
     assert ops.count("bmm") == 1  # the first 48 queries see no key: their tiles are skipped
 
 
@@ -264,14 +257,14 @@ def test_tiled_backward_into_a_learned_additive_mask(needs_grad):
 @pytest.mark.parametrize("window,block", [(1, None), (4, None), (4, 7), (16, 16), (200, None)])
 def test_banded_equals_full_attention_under_sliding_window_mask(causal, window, block):
     q, k, v = qkv(2, 3, 90, 8, dtype=torch.float64)
-    out = ef.banded_attention(q, k, v, window=window, causal=causal, block_size=block)
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.sliding_window(90, window=window, causal=causal))
+    out = ef.banded_attention(q, k, v, window=window, is_causal=causal, block_size=block)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=masks.sliding_window(90, window=window, is_causal=causal))
     torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
 
 
 def test_banded_cost_grows_linearly_with_length():
-    small = flops(lambda: ef.banded_attention(*qkv(1, 1, 512, 16), window=32))
-    large = flops(lambda: ef.banded_attention(*qkv(1, 1, 2048, 16), window=32))
+    small = attn.measure.flops(lambda: ef.banded_attention(*qkv(1, 1, 512, 16), window=32))
+    large = attn.measure.flops(lambda: ef.banded_attention(*qkv(1, 1, 2048, 16), window=32))
     assert large == 4 * small  # 4x the length, 4x the work (full attention: 16x)
 
 
@@ -335,7 +328,7 @@ def _kernel_attention_quadratic(q, k, v, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_linear_attention_equals_its_quadratic_form(causal):
     q, k, v = qkv(2, 3, 50, 8, dtype=torch.float64)
-    out = ef.linear_attention(q, k, v, causal=causal, chunk_size=16)
+    out = ef.linear_attention(q, k, v, is_causal=causal, chunk_size=16)
     torch.testing.assert_close(out, _kernel_attention_quadratic(q, k, v, causal), atol=1e-10, rtol=1e-10)
 
 
@@ -343,7 +336,7 @@ def test_linear_attention_equals_its_quadratic_form(causal):
 def test_causal_linear_attention_recurrent_equals_parallel(chunk):
     q, k, v = qkv(2, 2, 33, 8, dtype=torch.float64)
     torch.testing.assert_close(ef.linear_attention_recurrent(q, k, v),
-                               ef.linear_attention(q, k, v, causal=True, chunk_size=chunk), atol=1e-10, rtol=1e-10)
+                               ef.linear_attention(q, k, v, is_causal=True, chunk_size=chunk), atol=1e-10, rtol=1e-10)
 
 
 def test_causal_linear_attention_ignores_the_future():
@@ -351,8 +344,8 @@ def test_causal_linear_attention_ignores_the_future():
     k2, v2 = k.clone(), v.clone()
     k2[..., 10:, :] += 5
     v2[..., 10:, :] -= 3
-    a = ef.linear_attention(q, k, v, causal=True, chunk_size=8)
-    b = ef.linear_attention(q, k2, v2, causal=True, chunk_size=8)
+    a = ef.linear_attention(q, k, v, is_causal=True, chunk_size=8)
+    b = ef.linear_attention(q, k2, v2, is_causal=True, chunk_size=8)
     torch.testing.assert_close(a[..., :10, :], b[..., :10, :])
 
 
@@ -451,7 +444,7 @@ def test_checkpointing_keeps_results_and_gradients_and_saves_activation_memory()
 @pytest.mark.parametrize("kind,kwargs", [("full", {}), ("tiled", {}), ("window", {"window": 100})])
 def test_swapped_exact_kinds_give_the_model_its_original_output(kind, kwargs):
     torch.manual_seed(0)
-    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=30, causal=True).eval()
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=2, max_len=30, is_causal=True).eval()
     tokens = torch.randint(0, 20, (2, 30))
     expected = model(tokens)
     ef.swap_attention(model, kind, **kwargs)
@@ -483,7 +476,7 @@ def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
     assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=masks.causal(16))) == "fused (flash, CPU)"
     assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)) == "math (matmul + softmax)"
     assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q[0], k[0], v[0])) == "math (matmul + softmax)"
-    assert "bmm" in ef.aten_ops(lambda: attn.functional.explicit_attention(q, k, v))
+    assert "bmm" in attn.measure.operators(lambda: attn.functional.explicit_attention(q, k, v))
 
 
 def test_measured_results_the_chapter_reads_are_shipped_and_load():
@@ -541,6 +534,57 @@ def test_delayed_copy_targets_are_the_tokens_delay_back():
     assert (targets[:, :5] == -100).all()
 
 
+def _segment_reference(model, tokens, mems=None):
+    """The pre-LN forward with a memory written out step by step, without dropout (the former
+    implementation), for comparison in eval mode."""
+    x = model.embed(tokens)
+    for i, layer in enumerate(model.layers):
+        h = layer.norm1(x)
+        ctx = h if mems is None else torch.cat([layer.norm1(mems[i]), h], dim=1)  # (B, M + T, D)
+        x = x + layer.self_attn(h, ctx, ctx, mask=model.relative_bias(i, h.shape[1], ctx.shape[1]))[0]
+        x = x + layer.ff(layer.norm2(x))
+    return model.head(model.norm(x))
+
+
+def test_segment_recurrence_in_eval_equals_the_pre_ln_forward_written_out():
+    torch.manual_seed(0)
+    model = ef.SegmentRecurrentLM(16, 16, 2, 2, max_distance=6, dropout=0.3).eval()
+    torch.nn.init.normal_(model.rel_bias)
+    a, b = torch.randint(0, 16, (2, 9)), torch.randint(0, 16, (2, 7))
+    out, mems = model(a)
+    torch.testing.assert_close(out, _segment_reference(model, a), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model(b, mems)[0], _segment_reference(model, b, mems), atol=1e-5, rtol=1e-5)
+    grads = []
+    for forward in (lambda: model(b, mems)[0], lambda: _segment_reference(model, b, mems)):
+        model.zero_grad()
+        forward().square().sum().backward()  # the memory's keys and values train the projections too
+        grads.append([p.grad.clone() for p in model.parameters()])
+    for new, ref in zip(*grads, strict=True):
+        torch.testing.assert_close(new, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_segment_recurrence_applies_the_blocks_dropout_in_training():
+    torch.manual_seed(0)
+    tokens = torch.randint(0, 16, (2, 8))
+    for p in (0.0, 0.5):
+        model = ef.SegmentRecurrentLM(16, 16, 2, 2, dropout=p)
+        _, mems = model(tokens)
+        outs = []
+        for _ in range(2):
+            torch.manual_seed(1)
+            outs.append(model.train()(tokens, mems)[0])
+        evald = model.eval()(tokens, mems)[0]
+        torch.testing.assert_close(outs[0], outs[1])  # one seed, one dropout draw
+        if p == 0.0:
+            torch.testing.assert_close(outs[0], evald)
+        else:
+            assert (outs[0] - evald).abs().max() > 1e-2  # the blocks' dropouts act in training mode
+            for layer in model.layers:  # the block's own residual dropouts: turning them off changes the output
+                layer.dropout1.p = layer.dropout2.p = 0.0
+            torch.manual_seed(1)
+            assert not torch.allclose(model.train()(tokens, mems)[0], outs[0])
+
+
 def test_recurrence_errors_name_the_argument():
     with pytest.raises(ValueError, match="max_distance"):
         ef.SegmentRecurrentLM(16, max_distance=0)
@@ -583,7 +627,7 @@ def test_swap_attention_refuses_positions_that_act_inside_attention(make_pos):
 
 def test_swap_attention_keeps_bias_free_projections_and_the_dtype():
     torch.manual_seed(0)
-    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=12, causal=True)
+    model = attn.models.TokenModel(20, d_model=16, num_heads=2, num_layers=1, max_len=12, is_causal=True)
     for block in model.layers:
         block.self_attn = attn.MultiHeadAttention(16, 2, bias=False)
     model = model.double().eval()

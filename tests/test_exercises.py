@@ -72,7 +72,7 @@ def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass
     import json
     import re
 
-    import notebooks  # scripts/notebooks.py
+    from scripts import notebooks
 
     import attn
 

@@ -4,7 +4,7 @@ import re
 
 import nbformat
 
-import notebooks  # scripts/notebooks.py
+from scripts import notebooks
 
 
 def test_every_figure_in_every_chapter_has_a_caption_and_alt_text():
@@ -18,7 +18,7 @@ def test_every_figure_in_every_chapter_has_a_caption_and_alt_text():
                 missing.append(f"{path.stem}: cell {cell.get('id')}")
             meta = cell.metadata.get("mystnb", {})
             assert meta.get("figure", {}).get("caption") == entry.get("caption", "").strip() or not entry, (
-                f"{path.stem}/{cell.get('id')}: run `python scripts/notebooks.py figures`")
+                f"{path.stem}/{cell.get('id')}: run `python -m scripts.notebooks figures`")
     assert missing == [], "figures without caption/alt text in book/figures.yml:\n" + "\n".join(missing)
 
 

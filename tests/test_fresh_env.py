@@ -1,29 +1,28 @@
 """Every chapter runs as a Colab reader runs it: a fresh environment with only `attn` (+ ipykernel).
 
-Slow (a new virtual environment, then every chapter's reader edition top to bottom), so it runs
-with `--fresh-env`: `make test` runs it right after `pytest --nbval`. scripts/fresh_env.py does
-the work and can be run on its own, e.g. for one chapter.
+With `--fresh-env` (make test passes it) tests/conftest.py creates the environment before anything
+else (scripts/fresh_env.py does the work; seconds, from uv's cache), and with `--nbval` nbval runs
+every chapter in it, comparing each stored output: the chapters run once, in a reader's install.
+These tests check the install itself and that the kernel nbval uses is that install's.
 """
 
-import shutil
-import time
+import json
+import os
+import pathlib
 
 import pytest
 
-import fresh_env  # scripts/fresh_env.py
-import notebooks  # scripts/notebooks.py
+from scripts import fresh_env
+from scripts import notebooks
 
 pytestmark = pytest.mark.fresh_env
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    work = tmp_path_factory.mktemp("fresh")
-    start = time.perf_counter()
-    py = fresh_env.create(work, notebooks.chapters())
-    print(f"\nfresh environment created in {time.perf_counter() - start:.0f} s")
-    yield work, py
-    shutil.rmtree(work, ignore_errors=True)
+def env():
+    """(folder, interpreter) of the run's fresh environment (tests/conftest.py made it)."""
+    work = pathlib.Path(os.environ["ATTN_FRESH_ENV"])
+    return work, work / "venv" / "bin" / "python"
 
 
 def test_installed_package_is_a_real_install_with_its_widget_assets_and_no_book_packages(env):
@@ -31,12 +30,47 @@ def test_installed_package_is_a_real_install_with_its_widget_assets_and_no_book_
     info = fresh_env.check_install(py, work)
     assert info["problems"] == []
     assert any(a.endswith(".js") for a in info["assets"]) and any(a.endswith(".css") for a in info["assets"])
+    assert "kv_cache.csv" in info["measured"] and "long_range.json" in info["measured"]  # benchmarks/measured/
 
 
-def test_every_chapter_in_the_toc_runs_top_to_bottom_with_only_attn_installed(env):
+PROBE = (
+    "import importlib.util, json, os, sys, attn\n"
+    "print(json.dumps({'prefix': sys.prefix, 'attn': attn.__file__, 'records': os.environ.get('ATTN_GLUE_RECORDS'),"
+    " 'build_packages': [m for m in ('myst_nb', 'sphinx', 'jupyter_book', 'nbval') if importlib.util.find_spec(m)]}))"
+)
+
+
+def test_the_kernel_nbval_starts_is_the_fresh_environment(env):
+    """The kernel named attn-fresh, found as nbval finds it (JUPYTER_PATH of this run), runs the fresh
+    interpreter with the installed attn, no book-build package, and glue records switched on."""
+    from jupyter_client.manager import start_new_kernel
+
+    work, py = env
+    km, kc = start_new_kernel(kernel_name=fresh_env.KERNEL_NAME)
+    try:
+        out = []
+        kc.execute_interactive(PROBE, output_hook=lambda m: out.append(m["content"].get("text", "")), timeout=120)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    info = json.loads("".join(out).strip().splitlines()[-1])
+    assert pathlib.Path(info["prefix"]).resolve() == (work / "venv").resolve()
+    assert "site-packages" in info["attn"] and info["attn"].startswith(info["prefix"])
+    assert info["build_packages"] == [] and info["records"] == "1"
+
+
+def test_every_chapter_in_the_toc_runs_top_to_bottom_with_only_attn_installed(env, request):
+    """Under `--nbval` with every chapter collected, nbval runs them in the fresh kernel (each cell is
+    its own test there); otherwise (e.g. `pytest --fresh-env tests/test_fresh_env.py`) the reader
+    editions run here, top to bottom."""
     work, py = env
     chapters = notebooks.chapters()
-    results = fresh_env.execute(chapters, py, work)
+    collected = {pathlib.Path(str(item.path)).name for item in request.session.items}
+    if request.config.getoption("--nbval", False) and {p.name for p in chapters} <= collected:
+        assert request.config.option.nbval_kernel_name == fresh_env.KERNEL_NAME
+        assert not request.config.option.nbval_current_env
+        return
+    results = fresh_env.execute(chapters, py, work / "execute")
     assert set(results) == {p.name for p in chapters}
     for name, r in sorted(results.items()):
         print(f"{name:36s} {r['seconds']:6.1f} s {'ok' if r['ok'] else 'FAILED'}")

@@ -411,7 +411,7 @@ def test_dropout_on_the_weights_path_drops_at_the_given_rate():
 def test_is_causal_with_equal_lengths_builds_no_mask():
     """PyTorch's own is_causal does the work (and skips the blocked half): no mask tensor is made."""
     q, k, v = _qkv(1, 2, L=6, S=6)
-    ops = attn.efficient.aten_ops(lambda: sdpa(q, k, v, is_causal=True))
+    ops = attn.measure.operators(lambda: sdpa(q, k, v, is_causal=True))
     assert "arange" not in ops and "masked_fill" not in ops, ops
 
 

@@ -14,7 +14,7 @@ V = 23
 
 def token_model():
     torch.manual_seed(0)
-    return TokenModel(V, d_model=16, num_heads=2, num_layers=2, causal=True, max_len=64).eval()
+    return TokenModel(V, d_model=16, num_heads=2, num_layers=2, is_causal=True, max_len=64).eval()
 
 
 def gpt():

@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-import reader  # scripts/reader.py
+from scripts import reader
 
 TOKEN = "attn-book-test-token"
 
@@ -35,6 +35,9 @@ def lab(root, tmp_path_factory, browser):
     port = _free_port()
     env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(work / ".settings"),
                JUPYTERLAB_WORKSPACES_DIR=str(work / ".workspaces"), ATTN_QUIET="1")
+    # without the fresh environment's kernels that nbval uses (tests/conftest.py sets JUPYTER_PATH):
+    # with them in view, Lab started no kernel for the chapter (seen in make test)
+    env.pop("JUPYTER_PATH", None)
     jupyter = pathlib.Path(sys.executable).parent / "jupyter"
     log = (work / "lab.log").open("w")
     proc = subprocess.Popen(

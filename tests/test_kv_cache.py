@@ -81,6 +81,6 @@ def test_static_cache_keeps_what_it_was_given():
 
 def test_generation_with_cache_gives_the_tokens_of_recomputation():
     torch.manual_seed(0)
-    model = attn.models.TokenModel(32, d_model=16, num_heads=2, num_layers=1, causal=True, max_len=128).eval()
+    model = attn.models.TokenModel(32, d_model=16, num_heads=2, num_layers=1, is_causal=True, max_len=128).eval()
     prompt = torch.randint(0, 32, (2, 5), generator=torch.Generator().manual_seed(1))
     assert torch.equal(model.generate(prompt, 70, use_cache=True), model.generate(prompt, 70, use_cache=False))

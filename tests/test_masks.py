@@ -84,7 +84,7 @@ def test_sliding_window_and_dilated():
     w = masks.sliding_window(6, window=2)
     i, j = torch.meshgrid(torch.arange(6), torch.arange(6), indexing="ij")
     assert torch.equal(w, (i - j).abs() < 2)
-    assert torch.equal(masks.sliding_window(6, window=2, causal=True), ((i - j) >= 0) & ((i - j) < 2))
+    assert torch.equal(masks.sliding_window(6, window=2, is_causal=True), ((i - j) >= 0) & ((i - j) < 2))
     d = masks.dilated(7, window=2, dilation=3)
     assert d[3].tolist() == [True, False, False, True, False, False, True]
     assert torch.equal(masks.dilated(7, window=3, dilation=1), masks.sliding_window(7, window=3))
@@ -123,7 +123,7 @@ def test_cross_padding_is_per_query_source_padding():
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
 def test_sizes_must_be_positive_integers(bad):
-    with pytest.raises(ValueError, match="L must be an integer >= 1"):
+    with pytest.raises(ValueError, match="L must be a positive integer"):
         masks.causal(bad)
 
 
@@ -215,16 +215,17 @@ META = torch.device("meta")
 
 
 @pytest.mark.parametrize("call,message", [
-    (lambda: masks.causal(3, 0), "S must be an integer >= 1, got 0"),
-    (lambda: masks.padding([1], 0), "S must be an integer >= 1, got 0"),
-    (lambda: masks.padding([1], 2, L=0), "L must be an integer >= 1, got 0"),
+    (lambda: masks.causal(3, 0), "S must be a positive integer, got 0"),
+    (lambda: masks.padding([1], 0), "S must be a positive integer, got 0"),
+    (lambda: masks.padding([1], 2, L=0), "L must be a positive integer, got 0"),
     (lambda: masks.padding([], 2), "lengths is empty: need one length per sequence in the batch"),
-    (lambda: masks.sliding_window(4, window=0), "window must be an integer >= 1, got 0"),
-    (lambda: masks.dilated(4, window=0, dilation=1), "window must be an integer >= 1, got 0"),
-    (lambda: masks.dilated(4, window=2, dilation=0), "dilation must be an integer >= 1, got 0"),
+    (lambda: masks.sliding_window(4, window=0), "window must be a positive integer, got 0"),
+    (lambda: masks.dilated(4, window=0, dilation=1), "window must be a positive integer, got 0"),
+    (lambda: masks.dilated(4, window=2, dilation=0), "dilation must be a positive integer, got 0"),
     (lambda: masks.local_global(4, window=1, global_tokens=(4,)), r"global token index 4 is outside \[0, 4\)"),
-    (lambda: masks.bigbird(4, window=1, num_random=-1), "num_random must be an integer >= 0, got -1"),
-    (lambda: masks.bigbird(4, window=1, num_random=1.5), "num_random must be an integer >= 0, got 1.5"),
+    (lambda: masks.bigbird(4, window=1, num_random=-1), "num_random must be a non-negative integer, got -1"),
+    (lambda: masks.bigbird(4, window=1, num_random=1.5), "num_random must be a non-negative integer, got 1.5"),
+    (lambda: masks.bigbird(4, window=1, num_random=True), "num_random must be a non-negative integer, got True"),
     (lambda: masks.prefix_lm(4, 5), r"prefix must lie in \[0, L=4\], got 5"),
     (lambda: masks.combine(masks.causal(3, 4), masks.causal(2, 4)),
      r"combine\(\) got masks of shapes \(3, 4\) and \(2, 4\), which do not broadcast \(argument 1 against the ones "
@@ -261,7 +262,7 @@ def test_mask_builders_take_a_number_of_keys_other_than_the_queries():
 
 
 def test_dilated_causal_sees_no_future_key():
-    m = masks.dilated(5, window=2, dilation=2, causal=True)
+    m = masks.dilated(5, window=2, dilation=2, is_causal=True)
     assert not (m & ~masks.causal(5)).any()
     assert m.tolist()[4] == [False, False, True, False, True]
 
@@ -346,3 +347,28 @@ def test_masked_softmax_adds_a_half_bias_in_float32(dtype):
     assert w.dtype == dtype
     ref = torch.softmax(torch.tensor([[0.25, 0.0]], dtype=torch.float64), -1).to(dtype)
     assert torch.equal(w, ref) and w[0, 0] > w[0, 1]
+
+
+@pytest.mark.parametrize("L,S,r,seed", [(16, None, 3, 7), (6, 9, 3, 5), (40, None, 2, 0), (5, 3, 3, 11)])
+def test_one_bigbird_generator_gives_both_paths_the_same_pattern(L, S, r, seed):
+    """masks.bigbird (the mask) and attn.efficient's random keys (for bigbird_attention) draw the
+    same keys for one seed."""
+    import attn.efficient as ef
+
+    keys = ef.random_keys(L, S, num_random=r, seed=seed)  # (L, r)
+    assert keys.shape == (L, r) and keys.dtype == torch.long
+    assert all(len(set(row)) == r for row in keys.tolist())  # distinct keys in every row
+    mask = masks.local_global(L, S, window=1, global_tokens=())
+    mask[torch.arange(L).unsqueeze(1), keys] = True
+    assert torch.equal(mask, masks.bigbird(L, S, window=1, global_tokens=(), num_random=r, seed=seed))
+
+
+def test_sliding_window_offset_puts_the_queries_at_the_last_positions():
+    L, S, w = 3, 7, 3
+    i = torch.arange(L).unsqueeze(1) + (S - L)  # absolute positions 4, 5, 6
+    j = torch.arange(S).unsqueeze(0)
+    m = masks.sliding_window(L, S, window=w, is_causal=True, offset=S - L)
+    assert torch.equal(m, (i - j >= 0) & (i - j < w))
+    assert torch.equal(m, masks.sliding_window(S, window=w, is_causal=True)[-L:])  # the last rows of the square
+    assert torch.equal(m, masks.causal(L, S, offset=S - L) & ~masks.causal(L, S, offset=S - L - w))
+    assert torch.equal(masks.sliding_window(L, S, window=w, offset=S - L), masks.sliding_window(S, window=w)[-L:])

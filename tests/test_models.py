@@ -70,14 +70,14 @@ def test_english_text_is_the_frozen_corpus_whatever_the_python():
 
 def test_lm_generation_with_kv_cache_gives_the_same_tokens():
     torch.manual_seed(0)
-    model = TokenModel(30, d_model=32, num_heads=4, num_layers=2, causal=True, max_len=64).eval()
+    model = TokenModel(30, d_model=32, num_heads=4, num_layers=2, is_causal=True, max_len=64).eval()
     prompt = torch.randint(0, 30, (2, 5))
     assert torch.equal(model.generate(prompt, 20, use_cache=True), model.generate(prompt, 20, use_cache=False))
 
 
 def test_lm_teacher_forcing_equals_step_by_step_logits():
     torch.manual_seed(0)
-    model = TokenModel(30, d_model=32, num_heads=4, num_layers=2, causal=True, max_len=64).eval()
+    model = TokenModel(30, d_model=32, num_heads=4, num_layers=2, is_causal=True, max_len=64).eval()
     x = torch.randint(0, 30, (2, 12))
     with torch.no_grad():
         parallel = model(x)

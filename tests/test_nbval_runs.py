@@ -2,9 +2,9 @@
 
 import json
 
-import nbval_runs  # scripts/nbval_runs.py
-import notebooks  # scripts/notebooks.py
-import uv_args  # scripts/uv_args.py
+from scripts import nbval_runs
+from scripts import notebooks
+from scripts import uv_args
 
 
 def _nb(tmp_path, *sources, kind="code"):

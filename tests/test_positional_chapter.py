@@ -112,7 +112,7 @@ def test_causal_model_output_on_a_prefix_equals_the_prefix_of_its_output(name):
             "learned": lambda: P.LearnedPositionalEncoding(32, 64), "rope": lambda: P.RotaryPositionalEncoding(8),
             "alibi": lambda: P.ALiBi(4), "t5": lambda: P.T5RelativePositionBias(4, bidirectional=False)}[name]
     torch.manual_seed(0)
-    model = TokenModel(16, d_model=32, num_heads=4, num_layers=2, max_len=64, causal=True, positional=make()).eval()
+    model = TokenModel(16, d_model=32, num_heads=4, num_layers=2, max_len=64, is_causal=True, positional=make()).eval()
     x = torch.randint(0, 16, (3, 64))
     with torch.no_grad():
         full = model(x)
@@ -126,7 +126,7 @@ def test_training_on_length_n_never_touches_learned_rows_or_t5_buckets_past_n():
     t5 = P.T5RelativePositionBias(4, bidirectional=False)
     for positional, weight in [(learned, learned.embedding.weight), (t5, t5.embedding.weight)]:
         torch.manual_seed(0)
-        model = TokenModel(16, d_model=32, num_heads=4, num_layers=1, max_len=4 * N, causal=True, positional=positional)
+        model = TokenModel(16, d_model=32, num_heads=4, num_layers=1, max_len=4 * N, is_causal=True, positional=positional)
         tokens, targets, _ = data.last_write(8, N, num_values=8, num_fillers=8, seed=0)
         loss = F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten(), ignore_index=data.IGNORE)
         loss.backward()

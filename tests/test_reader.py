@@ -8,8 +8,8 @@ import sys
 import nbformat
 import pytest
 
-import notebooks  # scripts/notebooks.py
-import reader  # scripts/reader.py
+from scripts import notebooks
+from scripts import reader
 
 BUILD_IMPORT = re.compile(r"^\s*(from|import)\s+(myst_nb|sphinx|jupyter_book|sphinxcontrib|nbval)\b", re.M)
 
@@ -33,7 +33,7 @@ def test_every_chapter_has_an_up_to_date_committed_reader_edition(root, editions
     assert committed == sorted(reader.reader_path(p) for p in editions), "run `make execute` (or notebooks.py reader)"
     for path, nb in editions.items():
         assert reader.reader_path(path).read_text() == nbformat.writes(nb) + "\n", (
-            f"reader/{path.relative_to(root)} is stale: run `python scripts/notebooks.py reader`")
+            f"reader/{path.relative_to(root)} is stale: run `python -m scripts.notebooks reader`")
 
 
 def test_no_notebook_a_reader_opens_contains_myst_that_jupyter_cannot_render(root):
@@ -173,6 +173,40 @@ def test_glue_works_without_myst_nb(root):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "glued"
+
+
+GLUE_OUTPUTS = (
+    "import json, sys\n"
+    "from IPython.core.interactiveshell import InteractiveShell\n"
+    "from IPython.utils.capture import capture_output\n"
+    "InteractiveShell.instance()\n"
+    "from attn.notebook import glue\n"
+    "with capture_output() as c:\n"
+    "    glue('ratio', 0.5); glue('bound', '1e-05'); glue('count', 12, display=True); glue('pair', (1, 2.5))\n"
+    "print(json.dumps([[o.data, o.metadata] for o in c.outputs]))\n"
+)
+HIDE_MYST_NB = (
+    "import sys; sys.modules['myst_nb'] = None\n"
+    "import importlib.util as u; u.find_spec = (lambda f: (lambda n, *a: None if n == 'myst_nb' else f(n, *a)))(u.find_spec)\n"
+)
+
+
+def test_glue_without_myst_nb_writes_myst_nbs_records_only_when_the_test_run_asks():
+    """make test compares the fresh environment's glue outputs (no myst-nb there) with the stored
+    ones, which myst-nb wrote: under ATTN_GLUE_RECORDS=1 they are the same outputs; unset (Colab),
+    glue shows only what display=True asks for."""
+    import os
+
+    def outputs(code, **env):
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env={**os.environ, **env})
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    by_myst_nb = outputs(GLUE_OUTPUTS)
+    assert len(by_myst_nb) == 4 and by_myst_nb[0][1]["scrapbook"] == {"name": "ratio", "mime_prefix": "application/papermill.record/"}
+    assert outputs(HIDE_MYST_NB + GLUE_OUTPUTS, ATTN_GLUE_RECORDS="1") == by_myst_nb
+    assert outputs(HIDE_MYST_NB + GLUE_OUTPUTS, ATTN_GLUE_RECORDS="") == [[{"text/plain": "12"}, {}]]
 
 
 def test_require_names_the_missing_package_and_the_install_command():

@@ -1,6 +1,8 @@
 """One source of truth: the copies of pins, URLs and conventions agree with their source."""
 
+import ast
 import json
+import pathlib
 import re
 import tomllib
 
@@ -10,7 +12,7 @@ import yaml
 from packaging.requirements import Requirement
 
 import attn
-import notebooks  # scripts/notebooks.py
+from scripts import notebooks
 
 
 @pytest.fixture(scope="module")
@@ -276,3 +278,93 @@ def test_code_and_content_licences_are_stated_in_licence_readme_pyproject_and_si
     assert "MIT" in readme and "CC BY 4.0" in readme
     footer = notebooks.book_config()["html"]["extra_footer"]
     assert "CC BY 4.0" in footer and "https://creativecommons.org/licenses/by/4.0/" in footer
+
+
+# --- argument checks live in attn._checks ----------------------------------------------------------
+
+def _attn_modules(root):
+    for path in sorted((root / "src" / "attn").rglob("*.py")):
+        yield path.relative_to(root / "src").with_suffix("").as_posix().replace("/", "."), ast.parse(path.read_text())
+
+
+def _private_imports(module: str, tree: ast.Module) -> list[str]:
+    """``from attn.x import _name`` (or ``from attn import _x``) in ``module``, other than ``_checks``."""
+    package = module.rsplit(".", 1)[0] if not module.endswith("__init__") else module.removesuffix(".__init__")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "attn":
+            for alias in node.names:
+                if not alias.name.startswith("_") or alias.name == "_checks" or node.module.endswith("._checks"):
+                    continue
+                if module.endswith("__init__") and node.module == package:
+                    continue  # a package's __init__ may load its own private modules
+                found.append(f"{module}: from {node.module} import {alias.name}")
+    return found
+
+
+def _validation_helpers(module: str, tree: ast.Module) -> list[str]:
+    """Functions that are a copy of a ``_checks`` helper: one by name (``_positive_int``,
+    ``_shape``/``_fmt``), or one whose body is a single integer test that raises."""
+    names = {n.name for n in ast.parse((pathlib.Path(attn.__file__).parent / "_checks.py").read_text()).body
+             if isinstance(n, ast.FunctionDef)}
+    copies = {"positive", "nonneg", "non_negative", "offset", "shape"} | names
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        if node.name.lstrip("_") in copies:
+            found.append(f"{module}.{node.name}")
+            continue
+        body = [n for n in node.body if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
+        if (body and isinstance(body[0], ast.If) and isinstance(body[0].body[0], ast.Raise)
+                and "isinstance" in ast.unparse(body[0].test) and "int" in ast.unparse(body[0].test)
+                and re.search(r"[<>]=? *[01]\b", ast.unparse(body[0].test))):
+            found.append(f"{module}.{node.name}")
+    return found
+
+
+def test_private_import_check_catches_a_sibling_private_and_allows_checks():
+    tree = ast.parse("from attn import _checks\nfrom attn.efficient.tiled import _positive_int, tiled_attention\n"
+                     "from attn._checks import fmt\nfrom attn.functional import _validate\n")
+    assert _private_imports("attn.efficient.sparse", tree) == [
+        "attn.efficient.sparse: from attn.efficient.tiled import _positive_int",
+        "attn.efficient.sparse: from attn.functional import _validate"]
+
+
+def test_validation_helper_check_catches_copies_by_name_and_by_body():
+    tree = ast.parse(
+        "def _positive_int(name, value):\n    pass\n"
+        "def _shape(t):\n    return str(t)\n"
+        "def _count(name, value):\n    '''doc'''\n"
+        "    if isinstance(value, bool) or not isinstance(value, int) or value < 1:\n        raise ValueError(name)\n"
+        "def _check_len(name, n):\n    if not isinstance(n, int) or not 1 <= n <= 32:\n        raise ValueError(name)\n"
+        "def window(x):\n    return x\n")
+    assert _validation_helpers("m", tree) == ["m._positive_int", "m._shape", "m._count"]
+
+
+def test_no_module_imports_a_private_name_of_a_sibling_other_than_checks(root):
+    found = [hit for module, tree in _attn_modules(root) for hit in _private_imports(module, tree)]
+    assert found == [], "import a public name, or move the helper to attn._checks"
+
+
+def test_argument_checks_are_defined_once_in_checks(root):
+    found = [hit for module, tree in _attn_modules(root) if module != "attn._checks"
+             for hit in _validation_helpers(module, tree)]
+    assert found == [], "use attn._checks (positive_int, non_negative_int, fmt, qkv, ...) instead of a copy"
+
+
+def test_the_causal_flag_is_called_is_causal_everywhere_in_attn(root):
+    """One name for one flag: no parameter, keyword or attribute of the package is called ``causal``
+    (``masks.causal`` is the mask builder, a function, and stays)."""
+    found = []
+    for module, tree in _attn_modules(root):
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                found += [f"{module}: parameter causal" for arg in a.posonlyargs + a.args + a.kwonlyargs
+                          if arg.arg == "causal"]
+            elif isinstance(node, ast.keyword) and node.arg == "causal":
+                found.append(f"{module}:{node.value.lineno}: keyword causal=")
+            elif isinstance(node, ast.Attribute) and node.attr == "causal" and isinstance(node.ctx, ast.Store):
+                found.append(f"{module}:{node.lineno}: attribute .causal")
+    assert found == [], "call it is_causal, as attn.scaled_dot_product_attention does"

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-import notebooks
-import reader
+from scripts import notebooks
+from scripts import reader
 
 
 def _pages(site):

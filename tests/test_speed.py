@@ -7,12 +7,10 @@ larger one aims at 15x). It catches a cache that stops saving work, or 1 ms of e
 decoding step (seen: 2.3x); the finer measurement is the benchmark's.
 """
 
-import time
-
 import pytest
 import torch
-from torch.utils import benchmark
 
+import attn.measure
 from attn.models import TokenModel
 
 MIN_SPEEDUP = 3.0
@@ -20,20 +18,21 @@ MIN_SPEEDUP = 3.0
 
 def cached_speedup(model: TokenModel, prompt: torch.Tensor, n_new: int, rounds: int = 2) -> float:
     """Recomputation's CPU time over the cache's, each the best of ``rounds`` alternating rounds."""
-    best = {True: float("inf"), False: float("inf")}
-    for _ in range(rounds):
-        for use_cache in (True, False):
-            timer = benchmark.Timer("model.generate(prompt, n, use_cache=use_cache)", timer=time.process_time,
-                                    globals={"model": model, "prompt": prompt, "n": n_new, "use_cache": use_cache},
-                                    num_threads=1)
-            best[use_cache] = min(best[use_cache], timer.timeit(1).median)
-    return best[False] / best[True]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        best = attn.measure.compare({"cache": lambda: model.generate(prompt, n_new, use_cache=True),
+                                     "none": lambda: model.generate(prompt, n_new, use_cache=False)},
+                                    rounds=rounds, min_run_time=0, clock="process", summary=min)
+    finally:
+        torch.set_num_threads(threads)
+    return best["none"] / best["cache"]
 
 
 @pytest.mark.slow  # about a minute on a loaded machine
 def test_cached_decoding_is_at_least_3x_faster_than_recomputing_every_step():
     torch.manual_seed(0)
-    model = TokenModel(64, d_model=256, num_heads=4, num_layers=1, causal=True, max_len=300).eval()
+    model = TokenModel(64, d_model=256, num_heads=4, num_layers=1, is_causal=True, max_len=300).eval()
     prompt = torch.randint(0, 64, (1, 16), generator=torch.Generator().manual_seed(1))
     assert torch.equal(model.generate(prompt, 32), model.generate(prompt, 32, use_cache=False))
     speedup = cached_speedup(model, prompt, 256)

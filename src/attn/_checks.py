@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 Shape = tuple[int, ...]
@@ -10,6 +12,28 @@ Shape = tuple[int, ...]
 def fmt(shape) -> str:
     """``(2, 3, 4)`` for a shape, so messages read the same everywhere."""
     return "(" + ", ".join(str(int(s)) for s in shape) + ")"
+
+
+def positive_int(name: str, value, what: str = "") -> int:
+    """``value`` as a count: an ``int`` >= 1 (``True`` is not a count). ``what`` says what it counts,
+    e.g. ``" (the number of sequences)"``. Returns ``value``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer{what}, got {value!r}")
+    return value
+
+
+def non_negative_int(name: str, value, what: str = "") -> int:
+    """``value`` as an index or an offset: an ``int`` >= 0 (not a bool). Returns ``value``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer{what}, got {value!r}")
+    return value
+
+
+def positive_number(name: str, value, what: str = "") -> float:
+    """A finite ``int`` or ``float`` > 0 (not a bool). Returns ``value``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number{what}, got {value!r}")
+    return value
 
 
 def tensor(name: str, x, *, min_dim: int = 1) -> None:
@@ -34,6 +58,36 @@ def last_dim(name: str, x: torch.Tensor, expected: int, what: str) -> None:
 def non_empty(name: str, x: torch.Tensor, dim: int, what: str) -> None:
     if x.shape[dim] == 0:
         raise ValueError(f"{name} has an empty {what} dimension (shape {fmt(x.shape)}); attention over nothing is undefined")
+
+
+def qkv(q, k, v) -> tuple[int, int, tuple[int, ...]]:
+    """Queries ``(..., L, E)``, keys ``(..., S, E)`` and values ``(..., S, Ev)`` of one floating dtype,
+    non-empty, with batch dimensions that broadcast. Returns ``(L, S, batch)``."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        tensor(name, x, min_dim=2)
+        floating(name, x)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
+    E = q.shape[-1]
+    last_dim("k", k, E, "q and k must have the same last dimension E")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k and v must have the same source length S: k has shape {fmt(k.shape)}, "
+            f"v has shape {fmt(v.shape)}"
+        )
+    non_empty("q", q, -2, "query length L")
+    non_empty("k", k, -2, "source length S")
+    non_empty("q", q, -1, "embedding E")
+    batch = q.shape[:-2]
+    if not (batch == k.shape[:-2] == v.shape[:-2]):  # the common case needs no broadcasting
+        try:
+            batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        except RuntimeError:
+            raise ValueError(
+                f"the batch dimensions of q {fmt(q.shape)}, k {fmt(k.shape)} and "
+                f"v {fmt(v.shape)} do not broadcast"
+            ) from None
+    return q.shape[-2], k.shape[-2], tuple(batch)
 
 
 def mask(name: str, m, target: Shape) -> None:

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attn import _checks
 from attn.attention import KVCache, MultiHeadAttention
 
 __all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer"]
@@ -39,11 +40,6 @@ def _activation(activation: Activation) -> Callable[[torch.Tensor], torch.Tensor
     return activation
 
 
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
 class FeedForward(nn.Module):
     """Position-wise feed-forward network: ``W_2 · act(W_1 x + b_1) + b_2``, the same MLP at
     every position. ``(B, L, D) -> (B, L, D)`` through a hidden width ``d_ff``.
@@ -55,8 +51,8 @@ class FeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, *, dropout: float = 0.0, activation: Activation = "relu",
                  bias: bool = True):
         super().__init__()
-        _positive_int("d_model", d_model)
-        _positive_int("d_ff", d_ff)
+        _checks.positive_int("d_model", d_model)
+        _checks.positive_int("d_ff", d_ff)
         self._act = _activation(activation)  # an nn.Module activation is registered as a submodule
         self.activation = activation if isinstance(activation, str) else None  # the name, when it has one
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
@@ -206,7 +202,7 @@ def _independent_copies(layer: nn.Module, n: int) -> nn.ModuleList:
     A plain deep copy (what ``nn.TransformerEncoder`` does) would start every layer from the same
     weights; ``nn.Transformer`` fixes that afterwards with a Xavier re-draw, here each copy simply
     re-runs its modules' own initialisation (see :func:`_reinitialise`)."""
-    _positive_int("num_layers", n)
+    _checks.positive_int("num_layers", n)
     copies = nn.ModuleList(copy.deepcopy(layer) for _ in range(n))
     for c in copies:
         _reinitialise(c)

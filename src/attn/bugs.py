@@ -41,14 +41,17 @@ class Reference(nn.Module):
 
     Args:
         d_model: model width ``D``. num_heads: ``H``, dividing ``D``.
-        causal: block keys after each query. max_len: longest sequence (the causal mask and the
+        is_causal: block keys after each query. max_len: longest sequence (the causal mask and the
             position table are built once, for this training length).
+
+    The mask steps use :mod:`attn.masks` (:func:`~attn.masks.combine`,
+    :func:`~attn.masks.masked_softmax`); a bug overrides the step it gets wrong with its own code.
     """
 
-    def __init__(self, d_model: int, num_heads: int, *, causal: bool = False, max_len: int = 64):
+    def __init__(self, d_model: int, num_heads: int, *, is_causal: bool = False, max_len: int = 64):
         super().__init__()
         self.check_sizes(d_model, num_heads)
-        self.d_model, self.num_heads, self.causal, self.max_len = d_model, num_heads, causal, max_len
+        self.d_model, self.num_heads, self.is_causal, self.max_len = d_model, num_heads, is_causal, max_len
         self.d_head = d_model // num_heads
         inner = num_heads * self.d_head
         self.qkv = nn.Linear(d_model, 3 * inner)
@@ -87,20 +90,12 @@ class Reference(nn.Module):
 
     def allowed(self, key_mask: torch.Tensor | None, L: int, S: int) -> torch.Tensor | None:
         """Bool ``(B, 1, L, S)`` (or broadcastable), True where query i may attend key j."""
-        keep = None
-        if self.causal:
-            keep = self.causal_part(L, S)  # (L, S)
-        if key_mask is not None:
-            km = key_mask[:, None, None, :]  # (B, 1, 1, S)
-            keep = km if keep is None else keep & km
-        return keep
+        causal = self.causal_part(L, S) if self.is_causal else None  # (L, S)
+        km = None if key_mask is None else key_mask[:, None, None, :]  # (B, 1, 1, S)
+        return masks.combine(causal, km)
 
     def softmax(self, scores: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
-        if allowed is None:
-            return torch.softmax(scores, -1)
-        empty = ~allowed.any(-1, keepdim=True)  # rows with no key at all
-        scores = scores.masked_fill(~allowed, float("-inf")).masked_fill(empty, 0.0)  # no 0/0
-        return torch.softmax(scores, -1).masked_fill(empty, 0.0)  # (B, H, L, S)
+        return masks.masked_softmax(scores, allowed)  # (B, H, L, S); a row with no key gives zeros
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None = None,
                 memory: torch.Tensor | None = None) -> torch.Tensor:
@@ -207,7 +202,7 @@ class DecoderLayer(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, memory: torch.Tensor, *, cross: type[Reference] = Reference):
         super().__init__()
-        self.self_attn = Reference(d_model, num_heads, causal=True)
+        self.self_attn = Reference(d_model, num_heads, is_causal=True)
         self.cross_attn = cross(d_model, num_heads)
         self.register_buffer("memory", memory, persistent=False)  # (1, S, D)
 

@@ -18,18 +18,15 @@ import random
 
 import torch
 
+from attn import _checks
+
 __all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "kv_sum", "last_write"]
 
 IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
 
 
-def _positive_int(name: str, value, what: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer{what}, got {value!r}")
-
-
 def _check_task(n, task) -> None:
-    _positive_int("n", n, " (the number of sequences)")
+    _checks.positive_int("n", n, " (the number of sequences)")
     if not isinstance(task, KVRecall):
         raise TypeError(f"task must be a KVRecall, got {type(task).__name__}")
     task.__post_init__()  # sizes checked again, in case the frozen task was altered
@@ -48,7 +45,7 @@ class KVRecall:
 
     def __post_init__(self) -> None:
         for name in ("num_keys", "num_values", "num_queries"):
-            _positive_int(name, getattr(self, name))
+            _checks.positive_int(name, getattr(self, name))
         if self.num_queries > self.num_keys:
             raise ValueError(
                 f"num_queries ({self.num_queries}) must not exceed num_keys ({self.num_keys}): each query asks "

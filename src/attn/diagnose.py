@@ -6,7 +6,7 @@ tensor ``(B, L, D)``. :func:`adapt` wraps ``nn.MultiheadAttention`` (whose ``key
 means the opposite, ``True`` = ignore), ``nn.TransformerEncoderLayer`` and this package's modules;
 :func:`check` adapts them itself.
 
->>> report = attn.diagnose.check(my_attention, d_model=32, causal=True)
+>>> report = attn.diagnose.check(my_attention, d_model=32, is_causal=True)
 >>> bool(report)        # True when no check failed
 >>> report              # one finding per check: what was measured, why it matters, the fix
 
@@ -26,7 +26,7 @@ import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from attn import masks
+from attn import _checks, masks
 from attn.attention import MultiHeadAttention, SelfAttention
 from attn.blocks import EncoderLayer
 
@@ -136,18 +136,18 @@ class Adapter:
         return f"Adapter({self.name})"
 
 
-def _torch_causal(L: int, causal: bool, device) -> torch.Tensor | None:
-    return ~masks.causal(L, device=device) if causal else None  # PyTorch's bool masks: True = blocked
+def _torch_causal(L: int, is_causal: bool, device) -> torch.Tensor | None:
+    return ~masks.causal(L, device=device) if is_causal else None  # PyTorch's bool masks: True = blocked
 
 
-def adapt(f, *, causal: bool = False):
+def adapt(f, *, is_causal: bool = False):
     """Wrap a module so it follows the contract ``f(x, key_mask) -> (B, L, D)``.
 
     Args:
         f: ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``, :class:`attn.MultiHeadAttention`,
             :class:`attn.SelfAttention`, :class:`attn.blocks.EncoderLayer`, an :class:`Adapter`, or
             any callable/module already taking ``(x, key_mask)``.
-        causal: ask the module for causal attention (through its own mask argument).
+        is_causal: ask the module for causal attention (through its own mask argument).
 
     Returns:
         an :class:`Adapter` (modules) or ``f`` itself (plain callables).
@@ -156,7 +156,7 @@ def adapt(f, *, causal: bool = False):
         return f
     if isinstance(f, nn.MultiheadAttention):
         def call_mha(m, x, km):
-            mask = _torch_causal(x.shape[1], causal, x.device)  # x is (B, L, D) here
+            mask = _torch_causal(x.shape[1], is_causal, x.device)  # x is (B, L, D) here
             pad = None if km is None else ~km  # PyTorch's key_padding_mask: True = ignore
             xs = x if m.batch_first else x.transpose(0, 1)  # (L, B, D) without batch_first
             out = m(xs, xs, xs, key_padding_mask=pad, attn_mask=mask, need_weights=False)[0]
@@ -164,20 +164,20 @@ def adapt(f, *, causal: bool = False):
         return Adapter(f, call_mha, "nn.MultiheadAttention")
     if isinstance(f, nn.TransformerEncoderLayer):
         def call_layer(m, x, km):
-            mask = _torch_causal(x.shape[1], causal, x.device)
+            mask = _torch_causal(x.shape[1], is_causal, x.device)
             pad = None if km is None else ~km
             bf = m.self_attn.batch_first
             xs = x if bf else x.transpose(0, 1)
-            out = m(xs, src_mask=mask, src_key_padding_mask=pad, is_causal=causal)
+            out = m(xs, src_mask=mask, src_key_padding_mask=pad, is_causal=is_causal)
             return out if bf else out.transpose(0, 1)  # (B, L, D)
         return Adapter(f, call_layer, "nn.TransformerEncoderLayer")
     if isinstance(f, MultiHeadAttention):
-        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=causal)[0], "attn.MultiHeadAttention")
+        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=is_causal)[0], "attn.MultiHeadAttention")
     if isinstance(f, SelfAttention):
-        return Adapter(f, lambda m, x, km: m(x, mask=None if km is None else km[:, None, :], is_causal=causal)[0],
+        return Adapter(f, lambda m, x, km: m(x, mask=None if km is None else km[:, None, :], is_causal=is_causal)[0],
                        "attn.SelfAttention")
     if isinstance(f, EncoderLayer):
-        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=causal), "attn.blocks.EncoderLayer")
+        return Adapter(f, lambda m, x, km: m(x, key_mask=km, is_causal=is_causal), "attn.blocks.EncoderLayer")
     if isinstance(f, nn.Module):
         return Adapter(f, lambda m, x, km: m(x, km), type(f).__name__)
     if not callable(f):
@@ -191,10 +191,6 @@ class _ContractError(Exception):
     pass
 
 
-def _shape(t) -> str:
-    return "(" + ", ".join(str(int(s)) for s in t) + ")"
-
-
 def _call(fn, x: torch.Tensor, key_mask: torch.Tensor | None, seed: int) -> torch.Tensor:
     """Run ``fn`` with a fixed random state (same dropout draws) and check what comes back.
 
@@ -205,12 +201,12 @@ def _call(fn, x: torch.Tensor, key_mask: torch.Tensor | None, seed: int) -> torc
         try:
             out = fn(x, key_mask)
         except TypeError as e:
-            raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised TypeError: {e}") from None
+            raise _ContractError(f"calling f(x, key_mask) with x {_checks.fmt(x.shape)} raised TypeError: {e}") from None
     if not isinstance(out, torch.Tensor):
-        raise _ContractError(f"f(x, key_mask) returned {type(out).__name__}, expected a tensor {_shape(x.shape)}"
+        raise _ContractError(f"f(x, key_mask) returned {type(out).__name__}, expected a tensor {_checks.fmt(x.shape)}"
                              " (modules returning (output, weights) need an adapter)")
     if out.shape != x.shape:
-        raise _ContractError(f"x {_shape(x.shape)} gave output {_shape(out.shape)}, expected {_shape(x.shape)}")
+        raise _ContractError(f"x {_checks.fmt(x.shape)} gave output {_checks.fmt(out.shape)}, expected {_checks.fmt(x.shape)}")
     return out
 
 
@@ -298,14 +294,14 @@ def _sdpa_weights(q, k, v=None, attn_mask=None, dropout_p=0.0, is_causal=False, 
     q, k = q.detach().float(), k.detach().float()
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ k.transpose(-2, -1) * scale  # (..., L, S)
-    if is_causal:
-        s = s.masked_fill(~masks.causal(s.shape[-2], s.shape[-1]), float("-inf"))
+    # PyTorch's own is_causal, seen here from inside its call: the top-left triangle.
+    allowed = masks.causal(s.shape[-2], s.shape[-1], device=s.device) if is_causal else None
     if attn_mask is not None:
         # Only which keys are allowed: a float mask may carry a positional bias (ALiBi, T5) that
         # sharpens attention on purpose; the scaling check is about q . k alone.
-        allowed = attn_mask if attn_mask.dtype == torch.bool else attn_mask != float("-inf")
-        s = s.masked_fill(~allowed, float("-inf"))
-    return masks.masked_softmax(s)
+        keep = attn_mask if attn_mask.dtype == torch.bool else masks.from_additive(attn_mask.detach())
+        allowed = masks.combine(allowed, keep)
+    return masks.masked_softmax(s, allowed)
 
 
 def _normalised_entropy(weights: list[torch.Tensor]) -> float | None:
@@ -332,12 +328,12 @@ def _check_shape(fn, x, km, seed, d_model, num_heads) -> Finding:
             raise
         except Exception as e:  # noqa: BLE001 - a callable that cannot run the first probes breaks the contract
             msg = str(e).splitlines()[0][:200] if str(e) else ""
-            raise _ContractError(f"calling f(x, key_mask) with x {_shape(x.shape)} raised {type(e).__name__}: {msg}") from None
+            raise _ContractError(f"calling f(x, key_mask) with x {_checks.fmt(x.shape)} raised {type(e).__name__}: {msg}") from None
     if num_heads is not None and d_model % num_heads != 0:
         return Finding("shape contract", False, f"d_model = {d_model} is not divisible by num_heads = {num_heads}",
                        "each head needs d_model / num_heads dimensions; rounding it down drops dimensions silently",
                        "choose num_heads dividing d_model, or raise an error in the constructor")
-    return Finding("shape contract", True, f"x {_shape(x.shape)} -> {_shape(x.shape)}, with and without key_mask",
+    return Finding("shape contract", True, f"x {_checks.fmt(x.shape)} -> {_checks.fmt(x.shape)}, with and without key_mask",
                    "f(x, key_mask) returns one (B, L, D) tensor")
 
 
@@ -402,10 +398,10 @@ def _check_reach(fn, x, seed) -> Finding:
                    "" if ok else "check the head split (view(B, L, H, E).transpose(1, 2)) and the mask's alignment")
 
 
-def _check_padding(fn, x, seed, causal) -> Finding:
+def _check_padding(fn, x, seed, is_causal) -> Finding:
     B, L, _ = x.shape
     pad = max(1, L // 3)
-    km = _padding_mask(B, L, pad, left=causal)
+    km = _padding_mask(B, L, pad, left=is_causal)
     x2 = x.clone()
     x2[~km] = torch.randn(x2[~km].shape, generator=torch.Generator().manual_seed(seed + 3))
     with torch.no_grad():
@@ -417,18 +413,18 @@ def _check_padding(fn, x, seed, causal) -> Finding:
                    "" if ok else "mask padded keys before the softmax; check the mask's convention (True = may attend?)")
 
 
-def _check_positions(fn, x, seed, causal, positions) -> Finding:
+def _check_positions(fn, x, seed, is_causal, positions) -> Finding:
     L = x.shape[1]
     g = torch.Generator().manual_seed(seed + 4)
     with torch.no_grad():
-        if causal:  # the last query sees every key: shuffling the earlier ones matters only via positions
+        if is_causal:  # the last query sees every key: shuffling the earlier ones matters only via positions
             perm = torch.cat([torch.randperm(L - 1, generator=g), torch.tensor([L - 1])])
             moved = _moved(_call(fn, x, None, seed)[:, -1], _call(fn, x[:, perm], None, seed)[:, -1])
         else:
             perm = torch.randperm(L, generator=g)
             moved = _moved(_call(fn, x, None, seed)[:, perm], _call(fn, x[:, perm], None, seed))
     uses = moved > EQUIVARIANT_TOL
-    what = "the last output" if causal else "the outputs"
+    what = "the last output" if is_causal else "the outputs"
     value = f"shuffling the tokens moved {what} by {_num(moved, EQUIVARIANT_TOL)} beyond the shuffle: "
     value += "uses positions" if uses else "ignores positions"
     if positions is None:
@@ -466,14 +462,14 @@ def _check_fully_masked(fn, x, seed) -> Finding:
                    "zero their weights after); in PyTorch's MultiheadAttention, avoid the eval-mode fast path")
 
 
-def _check_half(fn, x, seed, causal, dtypes) -> Finding:
+def _check_half(fn, x, seed, is_causal, dtypes) -> Finding:
     if not hasattr(fn, "to"):
         return Finding("half precision", None, "not checked: f is a plain function",
                        "the check converts a module's weights; a plain callable keeps float32 weights",
                        "pass the module itself, or an attn.diagnose.Adapter")
     B, L, D = 3, x.shape[1], x.shape[2]
     xb = torch.randn(B, L, D, generator=torch.Generator().manual_seed(seed + 5))  # (3, L, D)
-    km = _padding_mask(B, L, max(1, L // 3), left=causal)
+    km = _padding_mask(B, L, max(1, L // 3), left=is_causal)
     km[2] = False  # one sequence with no real key
     parts, ok = [], True
     with torch.no_grad():
@@ -496,7 +492,7 @@ def _check_half(fn, x, seed, causal, dtypes) -> Finding:
                    "run the softmax in float32")
 
 
-def _check_scaling(fn, d_model, seed, causal, num_heads) -> Finding:
+def _check_scaling(fn, d_model, seed, is_causal, num_heads) -> Finding:
     x = torch.randn(4, 16, d_model, generator=torch.Generator().manual_seed(seed + 6))
     probe = _AttentionProbe()
     with torch.no_grad(), probe:
@@ -518,7 +514,7 @@ def check(
     f,
     *,
     d_model: int,
-    causal: bool = False,
+    is_causal: bool = False,
     num_heads: int | None = None,
     positions: bool | None = None,
     length: int = 8,
@@ -532,7 +528,7 @@ def check(
     Args:
         f: ``f(x, key_mask) -> (B, L, D)``, or a module :func:`adapt` knows.
         d_model: the model width ``D`` of ``x``.
-        causal: the module should be causal (checked by perturbing future tokens); modules that
+        is_causal: the module should be causal (checked by perturbing future tokens); modules that
             :func:`adapt` wraps are asked for causal attention.
         num_heads: if given, checked to divide ``d_model`` and used to state ``d_k``.
         positions: ``True`` if the module should use token order (fails when it is permutation
@@ -543,23 +539,22 @@ def check(
 
     Returns:
         a :class:`Report`: findings "shape contract", "output width", "causality" (when
-        ``causal``), "reach", "padding", "positions", "fully masked rows", "half precision", "scaling".
+        ``is_causal``), "reach", "padding", "positions", "fully masked rows", "half precision", "scaling".
         A callable that breaks the contract gives one failed "shape contract" finding, not an error.
 
     Shape:
         ``x``: ``(B, L, D)``; ``key_mask``: ``(B, S)`` with ``S = L``, ``True`` = real token.
     """
-    if not isinstance(d_model, int) or d_model < 1:
-        raise ValueError(f"d_model must be a positive integer, got {d_model!r}")
+    _checks.positive_int("d_model", d_model)
     if length < 4 or batch < 2:
         raise ValueError(f"need length >= 4 and batch >= 2 for the probes, got length={length}, batch={batch}")
-    fn = adapt(f, causal=causal)
+    fn = adapt(f, is_causal=is_causal)
     if num_heads is None and isinstance(fn, Adapter):  # read it off the module when it says
         m = fn.module
         num_heads = getattr(m, "num_heads", None) or getattr(getattr(m, "self_attn", None), "num_heads", None)
     subject = getattr(fn, "name", getattr(f, "__name__", type(f).__name__))
     x = torch.randn(batch, length, d_model, generator=torch.Generator().manual_seed(seed))
-    km = _padding_mask(batch, length, max(1, length // 3), left=causal)
+    km = _padding_mask(batch, length, max(1, length // 3), left=is_causal)
     try:
         findings = [_check_shape(fn, x, km, seed, d_model, num_heads)]
     except _ContractError as e:
@@ -567,15 +562,15 @@ def check(
                                         "f must take (x, key_mask) and return one tensor shaped like x",
                                         "wrap the module with attn.diagnose.adapt, or write f = lambda x, key_mask: ...")])
     steps = [("output width", lambda: _check_width(fn, d_model, seed))]
-    if causal:
+    if is_causal:
         steps.append(("causality", lambda: _check_causality(fn, x, seed, (length, max(2, length - 3)))))
     steps.append(("reach", lambda: _check_reach(fn, x, seed)))
     steps += [
-        ("padding", lambda: _check_padding(fn, x, seed, causal)),
-        ("positions", lambda: _check_positions(fn, x, seed, causal, positions)),
+        ("padding", lambda: _check_padding(fn, x, seed, is_causal)),
+        ("positions", lambda: _check_positions(fn, x, seed, is_causal, positions)),
         ("fully masked rows", lambda: _check_fully_masked(fn, x, seed)),
-        ("half precision", lambda: _check_half(fn, x, seed, causal, dtypes)),
-        ("scaling", lambda: _check_scaling(fn, d_model, seed, causal, num_heads)),
+        ("half precision", lambda: _check_half(fn, x, seed, is_causal, dtypes)),
+        ("scaling", lambda: _check_scaling(fn, d_model, seed, is_causal, num_heads)),
     ]
     if only is not None:
         unknown = set(only) - {name for name, _ in steps} - {"shape contract", "causality"}

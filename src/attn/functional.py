@@ -22,34 +22,6 @@ from attn import _checks, masks
 __all__ = ["attend", "explicit_attention", "prepare_mask", "scaled_dot_product_attention"]
 
 
-def _validate(q, k, v) -> tuple[int, int, tuple[int, ...]]:
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        _checks.tensor(name, x, min_dim=2)
-        _checks.floating(name, x)
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"q, k and v must share one dtype, got {q.dtype}, {k.dtype} and {v.dtype}")
-    E = q.shape[-1]
-    _checks.last_dim("k", k, E, "q and k must have the same last dimension E")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k and v must have the same source length S: k has shape {_checks.fmt(k.shape)}, "
-            f"v has shape {_checks.fmt(v.shape)}"
-        )
-    _checks.non_empty("q", q, -2, "query length L")
-    _checks.non_empty("k", k, -2, "source length S")
-    _checks.non_empty("q", q, -1, "embedding E")
-    batch = q.shape[:-2]
-    if not (batch == k.shape[:-2] == v.shape[:-2]):  # the common case needs no broadcasting
-        try:
-            batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        except RuntimeError:
-            raise ValueError(
-                f"the batch dimensions of q {_checks.fmt(q.shape)}, k {_checks.fmt(k.shape)} and "
-                f"v {_checks.fmt(v.shape)} do not broadcast"
-            ) from None
-    return q.shape[-2], k.shape[-2], tuple(batch)
-
-
 def prepare_mask(
     mask: torch.Tensor | None, is_causal: bool, L: int, S: int, batch: tuple[int, ...], dtype, device
 ) -> torch.Tensor | None:
@@ -138,7 +110,7 @@ def scaled_dot_product_attention(
         TypeError: an input that is not a floating tensor, or a mask of the wrong dtype.
         ValueError: shapes that do not fit; the message names the argument and the shapes.
     """
-    _validate(q, k, v)
+    _checks.qkv(q, k, v)
     return attend(q, k, v, mask=mask, is_causal=is_causal, scale=scale, dropout_p=dropout_p,
                   return_weights=return_weights)
 

@@ -35,6 +35,7 @@ __all__ = [
     "masked_softmax",
     "padding",
     "prefix_lm",
+    "random_keys",
     "restrict",
     "seeded_uniform",
     "sliding_window",
@@ -42,16 +43,10 @@ __all__ = [
 ]
 
 
-def _positive(name: str, value: int, minimum: int = 1) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def _grid(L: int, S: int | None, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     S = L if S is None else S
-    _positive("L", L)
-    _positive("S", S)
+    _checks.positive_int("L", L)
+    _checks.positive_int("S", S)
     i = torch.arange(L, device=device).unsqueeze(1)  # (L, 1) query positions
     j = torch.arange(S, device=device).unsqueeze(0)  # (1, S) key positions
     return i, j
@@ -92,13 +87,13 @@ def padding(lengths: Sequence[int] | torch.Tensor, S: int | None = None, *, L: i
     if lengths.dim() != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
         raise ValueError(f"lengths must be a 1-D sequence of integers, got shape {_checks.fmt(lengths.shape)} dtype {lengths.dtype}")
     S = int(lengths.max()) if S is None else S
-    _positive("S", S)
+    _checks.positive_int("S", S)
     if (lengths < 0).any() or (lengths > S).any():
         raise ValueError(f"lengths must lie in [0, S={S}], got {lengths.tolist()}")
     keep = torch.arange(S, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)  # (B, S)
     keep = keep.unsqueeze(1)  # (B, 1, S)
     if L is not None:
-        keep = keep.expand(-1, _positive("L", L), -1)  # (B, L, S)
+        keep = keep.expand(-1, _checks.positive_int("L", L), -1)  # (B, L, S)
     return keep
 
 
@@ -107,27 +102,40 @@ def cross_padding(src_lengths, L: int, S: int | None = None) -> torch.Tensor:
     return padding(src_lengths, S, L=L)
 
 
-def sliding_window(L: int, S: int | None = None, *, window: int, causal: bool = False) -> torch.Tensor:
-    """Local attention: ``|i - j| < window`` (or ``0 <= i - j < window`` when ``causal``).
+def sliding_window(
+    L: int, S: int | None = None, *, window: int, is_causal: bool = False, offset: int = 0, device=None
+) -> torch.Tensor:
+    """Local attention: query ``i`` at position ``i + offset`` sees key ``j`` when ``|i + offset - j| < window``,
+    or, with ``is_causal``, only the past part of the window: ``0 <= i + offset - j < window``.
+
+    Args:
+        L: number of queries. S: number of keys (default ``L``).
+        window: reach of the window (``1`` = each token sees only itself).
+        is_causal: keep only keys at or before the query.
+        offset: as in :func:`causal`: ``0`` aligns the top-left corner; ``S - L`` puts the ``L``
+            queries at the last ``L`` of ``S`` positions (the bottom-right alignment of
+            ``is_causal`` in :func:`attn.scaled_dot_product_attention`), as a segment that attends
+            to a memory of ``S - L`` earlier keys needs.
+
+    Returns a boolean ``(L, S)`` mask, ``True`` = may attend.
+    """
+    _checks.positive_int("window", window)
+    i, j = _grid(L, S, device)
+    d = i + offset - j  # (L, S): how far key j lies before query i
+    return (d >= 0) & (d < window) if is_causal else d.abs() < window
+
+
+def dilated(L: int, S: int | None = None, *, window: int, dilation: int, is_causal: bool = False) -> torch.Tensor:
+    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``
+    (with ``is_causal``, ``i - j`` itself, so only keys at or before the query).
 
     Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
     """
-    _positive("window", window)
+    _checks.positive_int("window", window)
+    _checks.positive_int("dilation", dilation)
     i, j = _grid(L, S)
     d = i - j
-    return (d >= 0) & (d < window) if causal else d.abs() < window
-
-
-def dilated(L: int, S: int | None = None, *, window: int, dilation: int, causal: bool = False) -> torch.Tensor:
-    """Dilated sliding window: ``|i - j|`` a multiple of ``dilation`` and below ``window * dilation``.
-
-    Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
-    """
-    _positive("window", window)
-    _positive("dilation", dilation)
-    i, j = _grid(L, S)
-    d = i - j
-    reach = d if causal else d.abs()
+    reach = d if is_causal else d.abs()
     return (reach >= 0) & (reach < window * dilation) & (reach % dilation == 0)
 
 
@@ -162,6 +170,34 @@ def seeded_uniform(seed: int):
         yield ((t ^ (t >> 14)) & M) / 4294967296
 
 
+def random_keys(L: int, S: int | None = None, *, num_random: int, seed: int = 0) -> torch.Tensor:
+    """``num_random`` distinct random keys for each of ``L`` queries: BigBird's random part, seeded.
+
+    Query ``i`` (in order) draws its keys by a partial Fisher-Yates shuffle of ``0 .. S-1`` driven
+    by :func:`seeded_uniform`: position ``r`` swaps with ``r + floor(u · (S - r))``, and the first
+    ``num_random`` entries are its keys. A seed gives one pattern wherever it is rebuilt; this is
+    the one generator of the package (:func:`bigbird` and ``attn.efficient.bigbird_attention``
+    take their keys from it).
+
+    Returns:
+        long tensor ``(L, num_random)`` of key indices in ``[0, S)`` (``S`` defaults to ``L``).
+    """
+    _checks.positive_int("L", L)
+    S = L if S is None else _checks.positive_int("S", S)
+    _checks.non_negative_int("num_random", num_random)
+    if num_random > S:
+        raise ValueError(f"num_random ({num_random}) cannot exceed the number of keys S ({S})")
+    rng = seeded_uniform(seed)
+    out = []
+    for _ in range(L):
+        keys: dict[int, int] = {}  # the entries of 0 .. S-1 the shuffle moved: O(num_random), not O(S)
+        for r in range(num_random):
+            j = r + int(next(rng) * (S - r))
+            keys[r], keys[j] = keys.get(j, j), keys.get(r, r)
+        out.append([keys[r] for r in range(num_random)])
+    return torch.tensor(out, dtype=torch.long).reshape(L, num_random)  # (L, r)
+
+
 def bigbird(
     L: int,
     S: int | None = None,
@@ -173,22 +209,16 @@ def bigbird(
 ) -> torch.Tensor:
     """BigBird-style: window + global tokens + ``num_random`` random keys per query (seeded).
 
-    Query ``i`` (in order) draws its keys by a partial Fisher-Yates shuffle of ``0 .. S-1`` driven
-    by :func:`seeded_uniform`, so a seed gives one pattern wherever it is rebuilt.
+    The random keys are :func:`random_keys` (at most ``S`` of them), so a seed gives one pattern
+    wherever it is rebuilt.
 
     Returns a boolean ``(L, S)`` mask (``S`` defaults to ``L``), ``True`` = may attend.
     """
     keep = local_global(L, S, window=window, global_tokens=global_tokens)
-    if not isinstance(num_random, int) or num_random < 0:
-        raise ValueError(f"num_random must be an integer >= 0, got {num_random!r}")
+    _checks.non_negative_int("num_random", num_random)
     S_ = keep.shape[1]
-    rng = seeded_uniform(seed)
-    for i in range(L):
-        keys = list(range(S_))
-        for r in range(min(num_random, S_)):
-            j = r + int(next(rng) * (S_ - r))
-            keys[r], keys[j] = keys[j], keys[r]
-            keep[i, keys[r]] = True
+    keys = random_keys(L, S_, num_random=min(num_random, S_), seed=seed)  # (L, r)
+    keep[torch.arange(L).unsqueeze(1), keys] = True
     return keep
 
 

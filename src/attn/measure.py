@@ -1,5 +1,12 @@
-"""Measuring the machine: how long a statement takes (``torch.utils.benchmark``), and how far a
-computation raises the process's peak memory (the operating system's high-water mark).
+"""Measuring a computation: how long it takes (:func:`seconds`, :func:`compare` side by side, both on
+``torch.utils.benchmark``; :func:`stopwatch` for work done once), how far it raises the process's
+peak memory (:func:`peak_memory_growth`, the operating system's high-water mark), how many
+floating-point operations it does (:func:`flops`, ``torch.utils.flop_counter``) and which ATen
+operators it runs (:func:`operators`, a ``TorchDispatchMode``). The benchmarks, the tests and the
+chapters measure with these, and only these.
+
+The last two are facts of PyTorch, the same on every machine (for one torch version); the first two
+are machine measurements.
 
 Times depend on the machine, its load and its thread count: a chapter shows them in a table marked
 "measured on the build machine", written with their unit (``f"{t * 1e3:.1f} ms"``), and asserts
@@ -9,11 +16,18 @@ only a large effect (README, "Writing a chapter").
 from __future__ import annotations
 
 import logging
+import math
 import os
+import statistics
+import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-__all__ = ["can_measure_memory", "peak_memory_growth", "seconds"]
+__all__ = ["can_measure_memory", "compare", "flops", "operators", "peak_memory_growth", "seconds", "stopwatch"]
+
+#: The clocks :func:`seconds` and :func:`compare` read: wall time, or this process's processor time
+#: (which other programs on the machine do not inflate; with one thread, the time on an idle core).
+CLOCKS = {"wall": time.perf_counter, "process": time.process_time}
 
 
 def _timer():
@@ -29,19 +43,116 @@ def _timer():
     return Timer
 
 
-def seconds(stmt: str, *, min_run_time: float = 0.2, **names) -> float:
-    """Median seconds of one run of ``stmt`` (Python source), with ``names`` as its globals.
+def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: float, clock: str):
+    if callable(stmt):
+        stmt, names = "_fn()", {**names, "_fn": stmt}
+    if not isinstance(stmt, str) or not stmt.strip():
+        raise ValueError(f"stmt must be a Python statement as text or a function of no arguments, got {stmt!r}")
+    if not min_run_time >= 0:
+        raise ValueError(f"min_run_time must be positive (or 0: one warm-up and one timed run), got {min_run_time!r}")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
+    import torch
+
+    timer = _timer()(stmt, globals=names, timer=CLOCKS[clock], num_threads=torch.get_num_threads())
+    # blocked_autorange's first run sizes the blocks and warms up; with a vanishing min_run_time one
+    # timed run follows: what a call that takes seconds needs.
+    return timer.blocked_autorange(min_run_time=min_run_time or 1e-9)
+
+
+def seconds(stmt: str | Callable[[], object], *, min_run_time: float = 0.2, clock: str = "wall",
+            **names) -> float:
+    """Median seconds of one run of ``stmt`` (Python source with ``names`` as its globals, or a
+    function of no arguments).
 
     ``torch.utils.benchmark.Timer.blocked_autorange`` warms up, picks a number of runs per block
-    and repeats blocks for at least ``min_run_time`` seconds; its thread count is torch's.
+    and repeats blocks for at least ``min_run_time`` seconds (``0``: one warm-up run and one timed
+    run, for a call that takes seconds), on torch's current thread count. ``clock`` is ``"wall"``
+    or ``"process"`` (see ``CLOCKS``).
 
-    Example: ``seconds("f(x)", f=layer, x=x)``.
+    Example: ``seconds("f(x)", f=layer, x=x)``, or ``seconds(lambda: layer(x))``.
     """
-    if not isinstance(stmt, str) or not stmt.strip():
-        raise ValueError(f"stmt must be a Python statement as text, got {stmt!r}")
-    if not min_run_time > 0:
-        raise ValueError(f"min_run_time must be positive, got {min_run_time!r}")
-    return _timer()(stmt, globals=names).blocked_autorange(min_run_time=min_run_time).median
+    return _measurement(stmt, names, min_run_time, clock).median
+
+
+def compare(calls: Mapping[str, str | Callable[[], object]], *, rounds: int = 3, min_run_time: float = 0.05,
+            clock: str = "wall", summary: Callable[[list[float]], float] = statistics.median,
+            **names) -> dict[str, float]:
+    """Seconds of each call, measured side by side: ``rounds`` rounds, each timing every call once
+    with :func:`seconds` (the order reversed every other round, so that no call always runs first),
+    and the ``summary`` (median) of each call's rounds. A change in the machine's load then hits
+    every call alike, and their ratios are what a chapter or a benchmark can report.
+
+    Example: ``compare({"cache": lambda: lm.generate(p, 64), "none": lambda: lm.generate(p, 64,
+    use_cache=False)})`` gives ``{"cache": ..., "none": ...}``.
+    """
+    if not calls:
+        raise ValueError("calls must name at least one call, got none")
+    if not (isinstance(rounds, int) and rounds >= 1):
+        raise ValueError(f"rounds must be a positive int, got {rounds!r}")
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for r in range(rounds):
+        for name in list(calls) if r % 2 == 0 else list(calls)[::-1]:
+            samples[name].append(_measurement(calls[name], names, min_run_time, clock).median)
+    return {name: summary(s) for name, s in samples.items()}
+
+
+class stopwatch:  # noqa: N801  a context manager, named as a function
+    """Seconds a ``with`` block took, for work done once whose result is kept (a training run),
+    where :func:`seconds` would have to repeat it. ``clock`` as in :func:`seconds`.
+
+    Example: ``with attn.measure.stopwatch() as took: train(...)`` then ``took.seconds``.
+    """
+
+    def __init__(self, clock: str = "wall"):
+        if clock not in CLOCKS:
+            raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
+        self._clock = CLOCKS[clock]
+        self.seconds = math.nan  #: the block's time, set when it ends (NaN while it runs)
+
+    def __enter__(self) -> stopwatch:
+        self._start = self._clock()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.seconds = self._clock() - self._start
+
+
+def flops(fn: Callable[..., object], *args, **kwargs) -> int:
+    """Floating-point operations of ``fn(*args, **kwargs)`` as ``torch.utils.flop_counter`` counts
+    them: a multiply-add counts two, and only operators with a registered formula count (matrix
+    products and convolutions; in torch 2.13 not the fused CPU attention kernel, so a fused call
+    shows only its projections). Call it inside ``torch.no_grad()`` to count the forward pass alone.
+
+    Example: ``flops(torch.mm, a, b) == 2 * m * n * k`` for ``a`` ``(m, k)`` and ``b`` ``(k, n)``.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn(*args, **kwargs)
+    return counter.get_total_flops()
+
+
+def operators(fn: Callable[..., object], *args, **kwargs) -> list[str]:
+    """Names of the ATen operators ``fn(*args, **kwargs)`` runs, in order, as the dispatcher sees
+    them after autograd and before the kernels: ``"bmm"``, ``"_softmax"``,
+    ``"_scaled_dot_product_flash_attention_for_cpu"`` (the operator's name without ``aten.`` and
+    without its overload). Unlike the profiler, it writes no log lines into a notebook's output.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.overloadpacket.__name__)
+            return func(*args, **(kwargs or {}))
+
+    with Recorder() as recorder:
+        fn(*args, **kwargs)
+    return recorder.names
 
 
 def can_measure_memory() -> bool:

@@ -1,7 +1,7 @@
 """Small complete models assembled from :mod:`attn.blocks`, for the chapters' experiments.
 
 - :class:`TokenModel`: embeddings, positions, a stack of self-attention blocks, a linear head.
-  ``causal=False`` is an encoder (BERT-like, sees both sides); ``causal=True`` a decoder-only
+  ``is_causal=False`` is an encoder (BERT-like, sees both sides); ``is_causal=True`` a decoder-only
   language model (GPT-like) with cached generation.
 - :class:`Seq2Seq`: encoder-decoder (the original Transformer, T5/BART-like) with generation,
   self-attention caches and cached cross-attention keys/values.
@@ -55,17 +55,17 @@ class TokenModel(nn.Module):
 
     Args:
         vocab_size, d_model, num_heads, num_layers, d_ff (default ``4 * d_model``): sizes.
-        causal: each position sees only itself and the past (decoder-only LM).
+        is_causal: each position sees only itself and the past (decoder-only LM).
         positional: ``"sinusoidal"`` (default), ``None``, or an :mod:`attn.positional` module
             (input encodings are added to the embeddings; score/rotary ones act in every layer).
         norm_first: pre-LN blocks (with a final LayerNorm) or post-LN.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
-                 d_ff: int | None = None, *, max_len: int = 512, causal: bool = False, dropout: float = 0.0,
+                 d_ff: int | None = None, *, max_len: int = 512, is_causal: bool = False, dropout: float = 0.0,
                  norm_first: bool = True, positional="sinusoidal"):
         super().__init__()
-        self.causal, self.max_len, self.d_model = causal, max_len, d_model
+        self.is_causal, self.max_len, self.d_model = is_causal, max_len, d_model
         self.embed = _embedding(vocab_size, d_model)
         self.pos_input, pos_attn = _input_positional(positional, d_model, max_len)
         self.layers = nn.ModuleList(
@@ -89,7 +89,7 @@ class TokenModel(nn.Module):
         x = self.embed(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         if self.pos_input is not None:
             x = self.pos_input(x, offset=offset)
-        is_causal = self.causal and mask is None
+        is_causal = self.is_causal and mask is None
         for i, layer in enumerate(self.layers):
             x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=caches[i] if caches else None)
         return self.head(self.norm(x))  # (B, L, V)
@@ -118,8 +118,8 @@ class TokenModel(nn.Module):
         ``eos_id``, ``pad_id``). ``use_cache=False`` recomputes the whole prefix at every step
         (the same tokens, more work); with the cache each step sends one new token through the model.
         """
-        if not self.causal:
-            raise ValueError("generate() needs a causal model (TokenModel(..., causal=True))")
+        if not self.is_causal:
+            raise ValueError("generate() needs a causal model (TokenModel(..., is_causal=True))")
         generation.check_arguments(prompt, max_new_tokens, temperature=temperature, top_k=top_k,
                                    eos_id=eos_id, pad_id=pad_id)
         self._check_tokens(prompt, "prompt")

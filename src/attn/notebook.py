@@ -11,12 +11,13 @@ a local JupyterLab, or a plain Python process.
 
 The markdown of a chapter refers to recorded values as ``{glue:text}`name```. Jupyter cannot render
 that role, so readers outside the site open a *reader edition* of each chapter, in which every role
-is replaced by the value stored in the source notebook (``python scripts/notebooks.py reader``).
+is replaced by the value stored in the source notebook (``python -m scripts.notebooks reader``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 __all__ = ["below", "glue", "require"]
@@ -36,11 +37,33 @@ def glue(name: str, value: Any, *, display: bool = False) -> Any:
         from myst_nb import glue as myst_glue
 
         myst_glue(name, value, display=display)
+    elif os.environ.get(RECORDS_VARIABLE) == "1":
+        _record(name, value, display=display)
     elif display:
         from IPython.display import display as show
 
         show(value)
     return value
+
+
+# `make test` runs the chapters with nbval in a fresh environment without myst-nb (what a reader
+# installs) and compares every output with the stored one, glue records included. There, and only
+# there, this variable is set, and glue writes the record myst-nb's glue writes: the value's display
+# data under the keys "application/papermill.record/<mime type>" (the plain keys when `display`),
+# with its name in the output's metadata. In Colab the variable is unset: a record would show as
+# "no renderer for this output" in some front ends.
+RECORDS_VARIABLE = "ATTN_GLUE_RECORDS"
+RECORD_PREFIX = "application/papermill.record/"
+
+
+def _record(name: str, value: Any, *, display: bool) -> None:
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display as show
+
+    data, metadata = format_display_data(value)
+    prefix = "" if display else RECORD_PREFIX
+    metadata["scrapbook"] = {"name": name, "mime_prefix": prefix}
+    show({prefix + kind: shown for kind, shown in data.items()}, raw=True, metadata=metadata)
 
 
 def require(package: str, *, pip: str | None = None, why: str = "") -> None:

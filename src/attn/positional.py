@@ -52,7 +52,7 @@ def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> torch
     """The table ``PE`` of shape ``(max_len, d_model)``; even columns sin, odd columns cos."""
     if max_len < 1 or d_model < 1:
         raise ValueError(f"max_len and d_model must be positive, got max_len={max_len}, d_model={d_model}")
-    _positive_base(base)
+    _checks.positive_number("base", base, " (the wavelength base, 10000 in the paper)")
     pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
     angle = pos / base ** (two_i / d_model)  # (max_len, ceil(d/2))
@@ -104,24 +104,6 @@ class SinusoidalPositionalEncoding(nn.Module):
         return f"d_model={self.d_model}, max_len={self.max_len}, base={self.base:g}"
 
 
-def _positive_base(base) -> None:
-    """The wavelength base of sinusoidal tables and RoPE: ``base ** (-2i/d)`` needs ``base > 0``."""
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 0:
-        raise ValueError(
-            f"base must be a positive number (the wavelength base, 10000 in the paper), got {base!r}"
-        )
-
-
-def _positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _offset(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer (the position of the first token), got {value!r}")
-
-
 def _queries(q: torch.Tensor, num_heads: int | None, E: int | None = None) -> tuple[int, int, int]:
     """Check that ``q`` is ``(B, H, L, E)`` with the heads (and width) an encoding expects."""
     _checks.tensor("q", q)
@@ -168,8 +150,8 @@ class LearnedPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int):
         super().__init__()
-        _positive_int("d_model", d_model)
-        _positive_int("max_len", max_len)
+        _checks.positive_int("d_model", d_model)
+        _checks.positive_int("max_len", max_len)
         self.d_model, self.max_len = d_model, max_len
         self.embedding = nn.Embedding(max_len, d_model)
         self.reset_parameters()
@@ -180,7 +162,7 @@ class LearnedPositionalEncoding(nn.Module):
 
     def encoding(self, L: int, offset: int = 0) -> torch.Tensor:
         """Rows ``offset .. offset + L - 1`` of the table, ``(L, D)``."""
-        _offset("offset", offset)
+        _checks.non_negative_int("offset", offset, " (the position of the first token)")
         if offset + L > self.max_len:
             raise ValueError(
                 f"positions {offset}..{offset + L - 1} (sequence length {L}, offset {offset}) do not fit the "
@@ -231,7 +213,7 @@ class Sinusoidal2DPositionalEncoding(nn.Module):
     def __init__(self, d_model: int, height: int, width: int, base: float = 10000.0):
         super().__init__()
         for name, value in (("d_model", d_model), ("height", height), ("width", width)):
-            _positive_int(name, value)
+            _checks.positive_int(name, value)
         if d_model % 4 != 0:
             raise ValueError(
                 f"d_model must be a multiple of 4 for a 2-D sin-cos encoding (half the channels for rows, "
@@ -259,7 +241,7 @@ class Sinusoidal2DPositionalEncoding(nn.Module):
         _checks.tensor("x", x, min_dim=2)
         _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_model, "d_model of the positional encoding")
-        _offset("offset", offset)
+        _checks.non_negative_int("offset", offset, " (the position of the first token)")
         L, n = x.shape[-2], self.height * self.width
         if offset + L > n:
             raise ValueError(
@@ -302,10 +284,10 @@ class ShawRelativePositionalBias(nn.Module):
 
     def __init__(self, d_head: int, num_heads: int | None = None, max_distance: int = 16):
         super().__init__()
-        _positive_int("d_head", d_head)
-        _positive_int("max_distance", max_distance)
+        _checks.positive_int("d_head", d_head)
+        _checks.positive_int("max_distance", max_distance)
         if num_heads is not None:
-            _positive_int("num_heads", num_heads)
+            _checks.positive_int("num_heads", num_heads)
         self.d_head, self.num_heads, self.max_distance = d_head, num_heads, max_distance
         shape = (2 * max_distance + 1, d_head) if num_heads is None else (num_heads, 2 * max_distance + 1, d_head)
         self.vectors = nn.Parameter(torch.randn(shape) * 0.02)  # row k + r holds w_r
@@ -328,7 +310,7 @@ class ShawRelativePositionalBias(nn.Module):
         Returns: ``q_i · a_ij / sqrt(E)``, ``(B, H, L, S)``.
         """
         B, H, L = _queries(q, self.num_heads, self.d_head)
-        _offset("q_offset", q_offset)
+        _checks.non_negative_int("q_offset", q_offset, " (the position of the first token)")
         w = self.vectors.to(q.dtype)
         # Dot every query with all 2k + 1 vectors once, then pick the one each key needs.
         if self.num_heads is None:
@@ -380,8 +362,8 @@ def t5_bucket(
     _checks.tensor("relative_position", relative_position, min_dim=0)
     if relative_position.is_floating_point() or relative_position.is_complex():
         raise TypeError(f"relative_position must be an integer tensor (j - i), got dtype {relative_position.dtype}")
-    _positive_int("num_buckets", num_buckets)
-    _positive_int("max_distance", max_distance)
+    _checks.positive_int("num_buckets", num_buckets)
+    _checks.positive_int("max_distance", max_distance)
     if bidirectional and (num_buckets % 2 or num_buckets < 4):
         raise ValueError(f"bidirectional T5 buckets need an even num_buckets >= 4 (half per sign), got {num_buckets}")
     if num_buckets < 2:
@@ -426,7 +408,7 @@ class T5RelativePositionBias(nn.Module):
 
     def __init__(self, num_heads: int, num_buckets: int = 32, max_distance: int = 128, bidirectional: bool = True):
         super().__init__()
-        _positive_int("num_heads", num_heads)
+        _checks.positive_int("num_heads", num_heads)
         t5_bucket(torch.zeros(1, dtype=torch.long), bidirectional, num_buckets, max_distance)  # checks the arguments
         self.num_heads, self.num_buckets = num_heads, num_buckets
         self.max_distance, self.bidirectional = max_distance, bidirectional
@@ -449,7 +431,7 @@ class T5RelativePositionBias(nn.Module):
         Returns: the bias ``(1, H, L, S)``.
         """
         _, _, L = _queries(q, self.num_heads)
-        _offset("q_offset", q_offset)
+        _checks.non_negative_int("q_offset", q_offset, " (the position of the first token)")
         bias = self.embedding(self.buckets(L, S, q_offset, q.device))  # (L, S, H)
         return bias.permute(2, 0, 1).unsqueeze(0).to(q.dtype)  # (1, H, L, S)
 
@@ -471,7 +453,7 @@ def alibi_slopes(num_heads: int) -> torch.Tensor:
     of two :math:`P < H`, then the first :math:`H - P` of every other slope for :math:`2P`
     (:math:`h = 1, 3, 5, \dots`), which fall between the first ones.
     """
-    _positive_int("num_heads", num_heads)
+    _checks.positive_int("num_heads", num_heads)
 
     def geometric(n: int) -> list[float]:
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
@@ -512,7 +494,7 @@ class ALiBi(nn.Module):
         Returns: ``-m_h |i - j|``, ``(1, H, L, S)``.
         """
         _, _, L = _queries(q, self.num_heads)
-        _offset("q_offset", q_offset)
+        _checks.non_negative_int("q_offset", q_offset, " (the position of the first token)")
         distance = _relative(L, S, q_offset, q.device).abs()  # (L, S)
         bias = -self.slopes[:, None, None] * distance  # (H, L, S)
         return bias.unsqueeze(0).to(q.dtype)  # (1, H, L, S)
@@ -550,10 +532,10 @@ class RotaryPositionalEncoding(nn.Module):
 
     def __init__(self, d_head: int, base: float = 10000.0):
         super().__init__()
-        _positive_int("d_head", d_head)
+        _checks.positive_int("d_head", d_head)
         if d_head % 2:
             raise ValueError(f"RoPE rotates pairs of dimensions, so d_head must be even, got d_head={d_head}")
-        _positive_base(base)
+        _checks.positive_number("base", base, " (the wavelength base, 10000 in the paper)")
         self.d_head, self.base = d_head, base
 
     def angles(self, N: int, offset: int = 0, device=None) -> torch.Tensor:
@@ -576,7 +558,7 @@ class RotaryPositionalEncoding(nn.Module):
         _checks.tensor("x", x, min_dim=2)
         _checks.floating("x", x)
         _checks.last_dim("x", x, self.d_head, "d_head of the rotary encoding")
-        _offset("offset", offset)
+        _checks.non_negative_int("offset", offset, " (the position of the first token)")
         angle = self.angles(x.shape[-2], offset, x.device)  # (N, E/2)
         cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
         even, odd = x[..., 0::2], x[..., 1::2]  # (..., N, E/2) each
@@ -588,7 +570,7 @@ class RotaryPositionalEncoding(nn.Module):
 
         For teaching; :meth:`rotate` never builds it.
         """
-        _offset("pos", pos)
+        _checks.non_negative_int("pos", pos, " (the position of the first token)")
         angle = self.angles(1, pos)[0]  # (E/2,)
         c, s = angle.cos(), angle.sin()
         blocks = torch.stack([torch.stack([c, -s], -1), torch.stack([s, c], -1)], -2)  # (E/2, 2, 2)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from importlib import resources
 
 import torch
@@ -27,6 +26,7 @@ import torch.nn.functional as F
 
 from attn import train as _train
 from attn.data import IGNORE, CharVocab, DateTask, english_text
+from attn.measure import stopwatch
 from attn.variants import BERT, GPT, T5
 
 __all__ = ["RECIPES", "Recipe", "build", "char_baselines", "date_batch", "date_vocab", "load", "mlm_mask",
@@ -178,10 +178,10 @@ def train_recipe(name: str, seed: int = 0):
     recipe = RECIPES[name]
     model = build(name, seed)
     batch, loss = _objective(name, recipe, seed)
-    start = time.process_time()
-    losses = _train.train(model, batch, loss, steps=recipe.steps, lr=recipe.lr, warmup=recipe.warmup, seed=seed,
-                          progress=False)
-    log = dict(name=name, seed=seed, seconds=round(time.process_time() - start, 1),
+    with stopwatch("process") as took:
+        losses = _train.train(model, batch, loss, steps=recipe.steps, lr=recipe.lr, warmup=recipe.warmup, seed=seed,
+                              progress=False)
+    log = dict(name=name, seed=seed, seconds=round(took.seconds, 1),
                threads=torch.get_num_threads(), torch=torch.__version__,
                parameters=sum(p.numel() for p in model.parameters()),
                recipe=dataclasses.asdict(recipe), losses=[round(x, 4) for x in losses])

@@ -13,7 +13,7 @@
 Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
 """
 
-from attn.efficient.dispatch import aten_ops, sdpa_cases, sdpa_path
+from attn.efficient.dispatch import sdpa_cases, sdpa_path
 from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
 from attn.efficient.linear import (
     LinformerProjection,
@@ -44,7 +44,6 @@ __all__ = [
     "GroupedQueryAttention",
     "LinformerProjection",
     "SegmentRecurrentLM",
-    "aten_ops",
     "banded_attention",
     "bigbird_attention",
     "checkpointed",

@@ -1,5 +1,5 @@
-"""Which kernel does a call run? Record the ATen operators PyTorch dispatches, without the profiler
-(its C++ log lines would land in a notebook's output)."""
+"""Which kernel does a call run? The ATen operators PyTorch dispatches (``attn.measure.operators``)
+name it."""
 
 from __future__ import annotations
 
@@ -7,35 +7,18 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from attn import masks
 from attn.functional import scaled_dot_product_attention
+from attn.measure import operators
 
-__all__ = ["aten_ops", "sdpa_cases", "sdpa_path"]
-
-
-class _Recorder(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.append(func.overloadpacket.__name__)
-        return func(*args, **(kwargs or {}))
-
-
-def aten_ops(fn: Callable[[], object]) -> list[str]:
-    """Names of the ATen operators ``fn()`` runs, in order (after autograd, before the kernels)."""
-    rec = _Recorder()
-    with rec:
-        fn()
-    return rec.ops
+__all__ = ["sdpa_cases", "sdpa_path"]
 
 
 def sdpa_path(fn: Callable[[], object]) -> str:
     """``"fused (flash, CPU)"`` when ``fn()`` reaches PyTorch's fused CPU attention kernel,
     ``"fused (<name>)"`` for another fused kernel, else ``"math (matmul + softmax)"``."""
-    ops = aten_ops(fn)
+    ops = operators(fn)
     for op in ops:
         if op == "_scaled_dot_product_flash_attention_for_cpu":
             return "fused (flash, CPU)"
@@ -51,7 +34,7 @@ def sdpa_cases(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, C
     ``nn.MultiheadAttention`` case folds the heads into ``D = H * E``.
     """
     L, D = q.shape[-2], q.shape[-3] * q.shape[-1]
-    causal = torch.ones(L, L, dtype=torch.bool, device=q.device).tril()
+    causal = masks.causal(L, device=q.device)  # (L, L)
     x = q.transpose(1, 2).reshape(1, L, D)  # (1, L, D)
     mha = torch.nn.MultiheadAttention(D, q.shape[-3], batch_first=True, device=q.device, dtype=q.dtype)
     return {

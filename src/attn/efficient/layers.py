@@ -11,7 +11,7 @@ from torch import nn
 from attn import _checks
 from attn.efficient.linear import LinformerProjection, linear_attention
 from attn.efficient.sparse import banded_attention
-from attn.efficient.tiled import _positive_int, tiled_attention
+from attn.efficient.tiled import tiled_attention
 
 __all__ = ["KINDS", "EfficientSelfAttention", "swap_attention"]
 
@@ -35,8 +35,8 @@ class EfficientSelfAttention(nn.Module):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        _positive_int("d_model", d_model)
-        _positive_int("num_heads", num_heads)
+        _checks.positive_int("d_model", d_model)
+        _checks.positive_int("num_heads", num_heads)
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         if kind == "window" and window is None:
@@ -55,9 +55,9 @@ class EfficientSelfAttention(nn.Module):
         if self.kind == "tiled":
             return tiled_attention(q, k, v, is_causal=is_causal)
         if self.kind == "window":
-            return banded_attention(q, k, v, window=self.window, causal=is_causal)
+            return banded_attention(q, k, v, window=self.window, is_causal=is_causal)
         if self.kind == "linear":
-            return linear_attention(q, k, v, causal=is_causal)
+            return linear_attention(q, k, v, is_causal=is_causal)
         if is_causal:
             raise ValueError("Linformer mixes all positions in its projection: it cannot be causal")
         return self.linformer(q, k, v)

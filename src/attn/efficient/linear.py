@@ -8,7 +8,9 @@ r"""Attention without the ``L × S`` matrix: kernel (linear) attention and Linfo
     o_i = \frac{\phi(q_i)^\top \sum_j \phi(k_j) v_j^\top}{\phi(q_i)^\top \sum_j \phi(k_j)},
 
 ``O(L·E·Ev)`` instead of ``O(L·S·E)``. Causal: the sums run over ``j <= i``, i.e. prefix sums,
-which is also an RNN with state ``(Σ φ(k) vᵀ, Σ φ(k))``.
+which is also an RNN with state ``(Σ φ(k) vᵀ, Σ φ(k))``. There is no softmax and no ``L × S``
+score matrix to mask, so :func:`attn.masks.masked_softmax` has no place here; inside a chunk the
+causal rule is :func:`attn.masks.causal`.
 
 **Linformer** (Wang et al., 2020) projects the ``S`` keys and values down to ``k`` rows with
 ``(k, S)`` matrices, then attends exactly over those ``k`` rows: ``O(L·k)``.
@@ -22,9 +24,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn import _checks
-from attn.efficient.tiled import _positive_int
-from attn.functional import _validate
+from attn import _checks, masks
+from attn.functional import attend
 
 __all__ = ["LinformerProjection", "elu_feature_map", "linear_attention", "linear_attention_recurrent",
            "linformer_attention"]
@@ -38,13 +39,13 @@ def elu_feature_map(x: torch.Tensor) -> torch.Tensor:
     return F.elu(x) + 1.0
 
 
-def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causal: bool = False,
+def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, is_causal: bool = False,
                      eps: float = 1e-6, chunk_size: int = 64) -> torch.Tensor:
     """Kernel attention with φ = elu + 1 (parallel form).
 
     Args:
         q: ``(..., L, E)``. k: ``(..., S, E)``. v: ``(..., S, Ev)``.
-        causal: query ``i`` sees keys ``j <= i`` (needs ``L == S``); computed chunk by chunk: exact
+        is_causal: query ``i`` sees keys ``j <= i`` (needs ``L == S``); computed chunk by chunk: exact
             ``φ(Q)φ(K)ᵀ`` products inside a chunk, the carried state ``Σ φ(k) vᵀ`` between chunks.
         eps: added to the normaliser.
         chunk_size: queries per chunk in the causal form.
@@ -52,18 +53,18 @@ def linear_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *, causa
     Returns:
         ``(..., L, Ev)``.
     """
-    L, S, _ = _validate(q, k, v)
+    L, S, _ = _checks.qkv(q, k, v)
     fq, fk = elu_feature_map(q), elu_feature_map(k)  # (..., L, E), (..., S, E)
-    if not causal:
+    if not is_causal:
         kv = fk.transpose(-2, -1) @ v  # (..., E, Ev): Σ_j φ(k_j) v_jᵀ
         z = fk.sum(dim=-2, keepdim=True)  # (..., 1, E): Σ_j φ(k_j)
         return (fq @ kv) / ((fq * z).sum(dim=-1, keepdim=True) + eps)  # (..., L, Ev)
     if L != S:
         raise ValueError(f"causal linear attention needs L == S, got q {_checks.fmt(q.shape)} and k {_checks.fmt(k.shape)}")
-    c = _positive_int("chunk_size", chunk_size)
+    c = _checks.positive_int("chunk_size", chunk_size)
     state = fk.new_zeros(*fk.shape[:-2], fk.shape[-1], v.shape[-1])  # (..., E, Ev)
     zsum = fk.new_zeros(*fk.shape[:-2], 1, fk.shape[-1])  # (..., 1, E)
-    tri = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
+    tri = masks.causal(c, device=q.device)  # (c, c): key j <= query i inside a chunk
     outs = []
     for t0 in range(0, L, c):
         t1 = min(t0 + c, L)
@@ -83,7 +84,7 @@ def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 
     Shape: ``q``, ``k`` ``(..., L, E)``, ``v`` ``(..., L, Ev)``; output ``(..., L, Ev)``.
     """
-    L, S, _ = _validate(q, k, v)
+    L, S, _ = _checks.qkv(q, k, v)
     if L != S:
         raise ValueError(f"linear_attention_recurrent is causal self-attention and needs L == S, got q "
                          f"{_checks.fmt(q.shape)} and k {_checks.fmt(k.shape)}")
@@ -111,7 +112,7 @@ def linformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, proj_
     Returns:
         ``(..., L, Ev)``.
     """
-    _, S, _ = _validate(q, k, v)
+    _, S, _ = _checks.qkv(q, k, v)
     proj_v = proj_k if proj_v is None else proj_v
     for name, p in (("proj_k", proj_k), ("proj_v", proj_v)):
         _checks.tensor(name, p, min_dim=2)
@@ -119,7 +120,7 @@ def linformer_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, proj_
             raise ValueError(f"{name} must have shape (r, S) with S = {S}, got {_checks.fmt(p.shape)}")
     kp = proj_k.to(k.dtype) @ k  # (..., r, E)
     vp = proj_v.to(v.dtype) @ v  # (..., r, Ev)
-    return F.scaled_dot_product_attention(q, kp, vp, scale=scale)  # (..., L, Ev)
+    return attend(q, kp, vp, scale=scale)  # (..., L, Ev): exact attention over the r rows
 
 
 class LinformerProjection(nn.Module):
@@ -138,8 +139,8 @@ class LinformerProjection(nn.Module):
     def __init__(self, seq_len: int, rank: int, *, learned: bool = True, shared: bool = True,
                  init: str = "gaussian", seed: int = 0):
         super().__init__()
-        _positive_int("seq_len", seq_len)
-        _positive_int("rank", rank)
+        _checks.positive_int("seq_len", seq_len)
+        _checks.positive_int("rank", rank)
         if rank > seq_len:
             raise ValueError(f"rank ({rank}) must not exceed the sequence length seq_len ({seq_len})")
         if init not in ("gaussian", "pool"):

@@ -16,9 +16,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from attn import _checks
+from attn import _checks, masks
 from attn.attention import KVCache
-from attn.efficient.tiled import _positive_int
 
 __all__ = ["GroupedQueryAttention", "checkpointed", "kv_cache_bytes", "saved_activation_bytes"]
 
@@ -38,13 +37,19 @@ class GroupedQueryAttention(nn.Module):
 
     The query projection is ``(D, D)``; the key and value projections are ``(H_kv·E, D)`` each, so
     with ``H_kv < H`` there are fewer parameters and a smaller cache.
+
+    Why not :func:`attn.functional.scaled_dot_product_attention`: it takes as many K/V heads as
+    query heads, so it would need the ``H_kv`` heads copied ``H / H_kv`` times. PyTorch's fused
+    kernel with ``enable_gqa=True`` shares them without the copy, and it is called directly here;
+    the causal mask it gets is :func:`attn.masks.causal` with the package's bottom-right alignment,
+    so ``is_causal`` means what it means everywhere in ``attn``.
     """
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, *, bias: bool = True):
         super().__init__()
-        _positive_int("d_model", d_model)
-        _positive_int("num_heads", num_heads)
-        _positive_int("num_kv_heads", num_kv_heads)
+        _checks.positive_int("d_model", d_model)
+        _checks.positive_int("num_heads", num_heads)
+        _checks.positive_int("num_kv_heads", num_kv_heads)
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         if num_heads % num_kv_heads:
@@ -73,9 +78,9 @@ class GroupedQueryAttention(nn.Module):
         if cache is not None:
             k, v = cache.update(k, v)  # (B, H_kv, S, E)
         S = k.shape[-2]
-        mask = None
-        if is_causal and S != L:  # queries are the last L positions
-            mask = torch.ones(L, S, dtype=torch.bool, device=x.device).tril(S - L)
+        # The one causal rule of attn (bottom-right: the queries are the last L of S positions). For
+        # L == S it is PyTorch's own triangle, which the fused kernel applies without a mask.
+        mask = masks.causal(L, S, offset=S - L, device=x.device) if is_causal and S != L else None  # (L, S)
         z = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal and mask is None,
                                            enable_gqa=True)  # (B, H, L, E): each K/V head serves H / H_kv query heads
         return self.out_proj(z.transpose(1, 2).reshape(B, L, self.d_model))  # (B, L, D)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attn import _checks
+from attn import _checks, masks
+from attn.attention import KVCache
 from attn.blocks import EncoderLayer
-from attn.efficient.tiled import _positive_int
 
 __all__ = ["SegmentRecurrentLM", "delayed_copy"]
 
@@ -25,14 +25,20 @@ class SegmentRecurrentLM(nn.Module):
     Args:
         vocab_size, d_model, num_heads, num_layers: sizes (pre-LN blocks, ``d_ff = 4 · d_model``).
         max_distance: keys further back than this are not attended (the relative bias table size).
+        dropout: the blocks' dropout (attention weights, and each sublayer's output before its
+            residual addition), active in training mode only.
+
+    Each layer is an :class:`attn.blocks.EncoderLayer` run through its own ``forward``: its
+    self-attention gets a :class:`attn.KVCache` that already holds the keys and values of the
+    memory, so the segment's queries attend to memory and segment alike under the relative bias.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, num_heads: int = 2, num_layers: int = 1,
-                 *, max_distance: int = 64):
+                 *, max_distance: int = 64, dropout: float = 0.0):
         super().__init__()
-        self.max_distance = _positive_int("max_distance", max_distance)
+        self.max_distance = _checks.positive_int("max_distance", max_distance)
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, 4 * d_model, dropout=0.0, norm_first=True)
+        self.layers = nn.ModuleList(EncoderLayer(d_model, num_heads, 4 * d_model, dropout=dropout, norm_first=True)
                                     for _ in range(num_layers))
         self.rel_bias = nn.Parameter(torch.zeros(num_layers, num_heads, max_distance))  # per layer, head, distance
         self.norm = nn.LayerNorm(d_model)
@@ -42,11 +48,13 @@ class SegmentRecurrentLM(nn.Module):
         """Additive mask ``(1, H, L, S)``: the learned bias of distance ``i - j`` for the last ``L``
         of ``S`` positions, ``-inf`` for future keys and keys beyond ``max_distance``."""
         device = self.rel_bias.device
+        # Which keys: the causal window of attn.masks, the queries being the last L of S positions.
+        allowed = masks.sliding_window(L, S, window=self.max_distance, is_causal=True, offset=S - L,
+                                       device=device)  # (L, S)
         dist = (torch.arange(L, device=device).unsqueeze(1) + (S - L)
                 - torch.arange(S, device=device).unsqueeze(0))  # (L, S) query minus key position
-        allowed = (dist >= 0) & (dist < self.max_distance)
         bias = self.rel_bias[layer][:, dist.clamp(0, self.max_distance - 1)]  # (H, L, S)
-        return bias.masked_fill(~allowed, float("-inf")).unsqueeze(0)
+        return masks.add_bias(allowed, bias).unsqueeze(0)  # (1, H, L, S)
 
     def forward(self, tokens: torch.Tensor, mems: list[torch.Tensor] | None = None):
         """``tokens`` ``(B, T)`` and the memories of the previous segment (one ``(B, M, D)`` per
@@ -62,19 +70,24 @@ class SegmentRecurrentLM(nn.Module):
                     raise ValueError(f"mems[{i}] must have shape (B, M, D) = ({x.shape[0]}, M, {x.shape[2]}) for tokens "
                                      f"{_checks.fmt(tokens.shape)}, got {_checks.fmt(m.shape)}")
         new_mems = []
+        T = x.shape[1]
         for i, layer in enumerate(self.layers):
             new_mems.append(x.detach())  # this layer's input, the next segment's memory (no gradient)
-            h = layer.norm1(x)
-            ctx = h if mems is None else torch.cat([layer.norm1(mems[i]), h], dim=1)  # (B, M + T, D)
-            a, _ = layer.self_attn(h, ctx, ctx, mask=self.relative_bias(i, h.shape[1], ctx.shape[1]))
-            x = x + a
-            x = x + layer.ff(layer.norm2(x))
+            cache, M = None, 0
+            if mems is not None:
+                # The memory's keys and values, projected as the block projects its own input
+                # (pre-LN: from norm1 of it), put in the cache by the attention's own forward. Only
+                # the cache is wanted from this call, so it asks with one query row, not M.
+                cache, M = KVCache(), mems[i].shape[1]
+                h_mem = layer.norm1(mems[i])  # (B, M, D)
+                layer.self_attn(h_mem[:, -1:], h_mem, h_mem, cache=cache)  # fills cache: (B, H, M, E) each
+            x = layer(x, mask=self.relative_bias(i, T, M + T), cache=cache)  # (B, T, D)
         return self.head(self.norm(x)), new_mems
 
     def segments(self, tokens: torch.Tensor, segment_len: int, *, memory: bool = True) -> torch.Tensor:
         """Run a long sequence ``(B, N)`` segment by segment -> logits ``(B, N, V)``; with
         ``memory=False`` every segment starts from nothing (a vanilla fixed-context model)."""
-        _positive_int("segment_len", segment_len)
+        _checks.positive_int("segment_len", segment_len)
         mems, out = None, []
         for t0 in range(0, tokens.shape[1], segment_len):
             logits, new = self(tokens[:, t0 : t0 + segment_len], mems)
@@ -86,10 +99,10 @@ class SegmentRecurrentLM(nn.Module):
 def delayed_copy(n: int, length: int, delay: int, *, vocab_size: int = 16, seed: int = 0):
     """Random tokens; the target at position ``t >= delay`` is the token at ``t - delay``
     (``-100`` before). Returns ``tokens`` and ``targets``, ``(n, length)`` long; ``delay >= 1``."""
-    _positive_int("n", n)
-    _positive_int("length", length)
-    _positive_int("delay", delay)
-    _positive_int("vocab_size", vocab_size)
+    _checks.positive_int("n", n)
+    _checks.positive_int("length", length)
+    _checks.positive_int("delay", delay)
+    _checks.positive_int("vocab_size", vocab_size)
     g = torch.Generator().manual_seed(seed)
     tokens = torch.randint(0, vocab_size, (n, length), generator=g)
     targets = torch.full_like(tokens, -100)

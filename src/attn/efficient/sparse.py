@@ -6,6 +6,10 @@ under that mask still computes all ``L·S`` scores. Here queries are cut into bl
 rows; block ``b`` can only see the keys ``[b·c - (w-1), b·c + c - 1 + (w-1)]``, a slab of
 ``c + 2(w-1)`` keys taken as a strided *view* (``unfold``) of the padded keys. The scores are
 ``(L/c) × c × (c + 2w)``: ``O(L·w)`` for ``c ≈ w``.
+
+The window rule is :func:`attn.masks.sliding_window`'s, written in the slab's coordinates (a
+``(L, S)`` mask is what this module avoids building); the tests check it against that mask. The
+softmax is :func:`attn.masks.masked_softmax`.
 """
 
 from __future__ import annotations
@@ -17,14 +21,12 @@ import torch
 import torch.nn.functional as F
 
 from attn import _checks, masks
-from attn.efficient.tiled import _positive_int
-from attn.functional import _validate
 
 __all__ = ["banded_attention", "bigbird_attention", "longformer_attention", "random_keys"]
 
 
 def _self_shapes(q, k, v) -> int:
-    L, S, _ = _validate(q, k, v)
+    L, S, _ = _checks.qkv(q, k, v)
     if L != S or not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         raise ValueError(
             "banded attention is self-attention: q, k and v need the same batch dimensions and length, "
@@ -33,7 +35,7 @@ def _self_shapes(q, k, v) -> int:
     return L
 
 
-def _band_scores(q, k, v, window: int, causal: bool, block: int, scale: float):
+def _band_scores(q, k, v, window: int, is_causal: bool, block: int, scale: float):
     """Scores of every query against its slab of keys, the slab's values, and which entries are real.
 
     Returns ``s`` ``(N, nb, c, W)``, ``vs`` ``(N, nb, W, Ev)``, ``keep`` ``(nb, c, W)`` bool and
@@ -43,7 +45,7 @@ def _band_scores(q, k, v, window: int, causal: bool, block: int, scale: float):
     L, E, Ev = q.shape[-2], q.shape[-1], v.shape[-1]
     c = min(block, L)
     nb = -(-L // c)
-    left, right = window - 1, (0 if causal else window - 1)
+    left, right = window - 1, (0 if is_causal else window - 1)
     W = c + left + right
     qf = (q * scale).reshape(-1, L, E)  # (N, L, E)
     N = qf.shape[0]
@@ -58,7 +60,7 @@ def _band_scores(q, k, v, window: int, causal: bool, block: int, scale: float):
     j = (torch.arange(nb, device=q.device).view(nb, 1) * c - left + torch.arange(W, device=q.device))  # (nb, W)
     d = i - j.unsqueeze(1)  # (nb, c, W) query minus key position
     keep = (d < window) & (d > -window) & (j.unsqueeze(1) >= 0) & (j.unsqueeze(1) < L)
-    if causal:
+    if is_causal:
         keep &= d >= 0
     return s, vs, keep, j
 
@@ -69,19 +71,19 @@ def banded_attention(
     v: torch.Tensor,
     *,
     window: int,
-    causal: bool = False,
+    is_causal: bool = False,
     block_size: int | None = None,
     scale: float | None = None,
 ) -> torch.Tensor:
     """Sliding-window self-attention in ``O(L·window)`` time and memory.
 
-    Equal to full attention under ``attn.masks.sliding_window(L, window=window, causal=causal)``:
-    query ``i`` sees key ``j`` when ``|i - j| < window`` (``0 <= i - j < window`` if ``causal``).
+    Equal to full attention under ``attn.masks.sliding_window(L, window=window, is_causal=is_causal)``:
+    query ``i`` sees key ``j`` when ``|i - j| < window`` (``0 <= i - j < window`` if ``is_causal``).
 
     Args:
         q, k: ``(..., L, E)``. v: ``(..., L, Ev)``. Self-attention: one length ``L``.
         window: reach of the window (``1`` = each token sees only itself).
-        causal: only the past part of the window.
+        is_causal: only the past part of the window.
         block_size: queries per block (default ``window``).
         scale: default ``1 / sqrt(E)``.
 
@@ -89,24 +91,16 @@ def banded_attention(
         ``(..., L, Ev)``.
     """
     L = _self_shapes(q, k, v)
-    _positive_int("window", window)
-    block = _positive_int("block_size", window if block_size is None else block_size)
+    _checks.positive_int("window", window)
+    block = _checks.positive_int("block_size", window if block_size is None else block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    s, vs, keep, _ = _band_scores(q, k, v, window, causal, block, scale)
+    s, vs, keep, _ = _band_scores(q, k, v, window, is_causal, block, scale)
     p = masks.masked_softmax(s, keep)  # (N, nb, c, W); the diagonal is always kept
     out = (p @ vs).flatten(1, 2)[:, :L]  # (N, L, Ev)
     return out.reshape(*q.shape[:-1], v.shape[-1])
 
 
-def random_keys(L: int, S: int | None = None, *, num_random: int, seed: int = 0) -> torch.Tensor:
-    """``num_random`` distinct random key indices for each of ``L`` queries, ``(L, num_random)`` long."""
-    _positive_int("L", L)
-    S = L if S is None else _positive_int("S", S)
-    _positive_int("num_random", num_random)
-    if num_random > S:
-        raise ValueError(f"num_random ({num_random}) cannot exceed the number of keys S ({S})")
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(L, S, generator=g).argsort(dim=1)[:, :num_random]  # (L, r)
+random_keys = masks.random_keys  # one BigBird generator, in masks: the keys of masks.bigbird for a seed
 
 
 def _global_index(global_tokens: Sequence[int], L: int, device) -> torch.Tensor:
@@ -135,7 +129,8 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
     Args:
         q, k, v, window, block_size, scale: as :func:`banded_attention` (non-causal).
         global_tokens: indices of the tokens that attend to, and are attended by, every token.
-        random: ``(L, r)`` long, extra keys for each query (e.g. :func:`random_keys`); a key
+        random: ``(L, r)`` long, extra keys for each query (e.g. :func:`attn.masks.random_keys`,
+            whose seed gives the pattern of :func:`attn.masks.bigbird`); a key
             already in the window, global, or repeated in the row counts once.
 
     Returns:
@@ -144,8 +139,8 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
         taken over their concatenation.
     """
     L = _self_shapes(q, k, v)
-    _positive_int("window", window)
-    block = _positive_int("block_size", window if block_size is None else block_size)
+    _checks.positive_int("window", window)
+    block = _checks.positive_int("block_size", window if block_size is None else block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     g = _global_index(global_tokens, L, q.device)
     E, Ev = q.shape[-1], v.shape[-1]

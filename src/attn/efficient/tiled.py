@@ -12,6 +12,10 @@ query row. When a new key block brings a larger maximum ``m'``, the old sums are
     \mathrm{acc}' = e^{m - m'}\, \mathrm{acc} + \sum_j e^{s_j - m'}\, v_j,
 
 and at the end ``out = acc / l``. Memory is ``O(L·E + block²)`` instead of ``O(L·S)``.
+
+The softmax is computed online, so :func:`attn.masks.masked_softmax` (which needs a whole row)
+cannot be used; the causal triangle of a diagonal tile is :func:`attn.masks.causal`, and a row that
+sees no key gives zeros, as ``masked_softmax`` defines it.
 """
 
 from __future__ import annotations
@@ -21,15 +25,8 @@ import math
 import torch
 
 from attn import _checks, masks
-from attn.functional import _validate
 
 __all__ = ["tiled_attention"]
-
-
-def _positive_int(name: str, value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 def tiled_attention(
@@ -67,8 +64,8 @@ def tiled_attention(
     pass needs ``O(L·S)`` memory again); a fused kernel such as FlashAttention instead keeps only
     the per-row log-sum-exp and recomputes each tile in its backward pass.
     """
-    L, S, batch = _validate(q, k, v)
-    _positive_int("block_size", block_size)
+    L, S, batch = _checks.qkv(q, k, v)
+    _checks.positive_int("block_size", block_size)
     if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
         raise ValueError(
             f"tiled_attention needs equal batch dimensions, got q {_checks.fmt(q.shape)}, "

@@ -14,8 +14,6 @@ import pathlib
 import numpy as np
 import torch
 
-from attn import _checks
-
 HERE = pathlib.Path(__file__).parent
 CSS = HERE / "widgets.css"
 DOM_HELPERS = HERE / "_dom.js"
@@ -58,10 +56,6 @@ def as_array(name: str, x) -> np.ndarray:
 def rounded(a: np.ndarray) -> list:
     """Nested lists rounded to ``DECIMALS`` (``-0.0`` written as ``0.0``), for the synced state."""
     return (np.round(a, DECIMALS) + 0.0).tolist()
-
-
-def fmt(shape) -> str:
-    return _checks.fmt(shape)
 
 
 # ----- 8-bit row quantisation of attention weights

@@ -14,7 +14,8 @@ import numpy as np
 import torch
 import traitlets as t
 
-from attn.widgets._state import CSS, as_array, dequantize_rows, fmt, front_end, quantize_rows
+from attn import _checks
+from attn.widgets._state import CSS, as_array, dequantize_rows, front_end, quantize_rows
 
 __all__ = ["AttentionExplorer"]
 
@@ -44,7 +45,7 @@ def _weights(weights, batch_index: int) -> tuple[np.ndarray, tuple[int, ...]]:
         # One tensor per layer, e.g. Hugging Face's `outputs.attentions`: stack the layers.
         parts = [as_array("weights", w) for w in weights]
         if len({p.shape for p in parts}) != 1:
-            raise ValueError(f"weights is a list of per-layer tensors with different shapes {[fmt(p.shape) for p in parts]}")
+            raise ValueError(f"weights is a list of per-layer tensors with different shapes {[_checks.fmt(p.shape) for p in parts]}")
         a = np.stack(parts, axis=1 if parts[0].ndim == 4 else 0)
     else:
         a = as_array("weights", weights)
@@ -53,14 +54,14 @@ def _weights(weights, batch_index: int) -> tuple[np.ndarray, tuple[int, ...]]:
         a = a[None]  # (1, heads, L, S)
     elif a.ndim == 5:
         if not isinstance(batch_index, int) or not -shape[0] <= batch_index < shape[0]:
-            raise ValueError(f"batch_index={batch_index!r} is out of range for weights of shape {fmt(shape)} (batch size {shape[0]})")
+            raise ValueError(f"batch_index={batch_index!r} is out of range for weights of shape {_checks.fmt(shape)} (batch size {shape[0]})")
         a = a[batch_index]
     elif a.ndim != 4:
         raise ValueError(
             f"weights must have 3, 4 or 5 dimensions: (heads, L, S), {_LAYOUT} or (batch, layers, heads, L, S); "
-            f"got {a.ndim} dimensions, shape {fmt(shape)}")
+            f"got {a.ndim} dimensions, shape {_checks.fmt(shape)}")
     if 0 in a.shape:
-        raise ValueError(f"weights has an empty dimension: shape {fmt(shape)}, read as {_LAYOUT} = {fmt(a.shape)}")
+        raise ValueError(f"weights has an empty dimension: shape {_checks.fmt(shape)}, read as {_LAYOUT} = {_checks.fmt(a.shape)}")
     return a, shape
 
 
@@ -74,7 +75,7 @@ def check(tokens, key_tokens, weights, *, batch_index: int = 0, normalized: bool
     k = q if key_tokens is None else _tokens("key_tokens", key_tokens)
     a, shape = _weights(weights, batch_index)
     layers, heads, L, S = a.shape
-    read = f"shape {fmt(shape)}, read as {_LAYOUT} = {fmt(a.shape)}"
+    read = f"shape {_checks.fmt(shape)}, read as {_LAYOUT} = {_checks.fmt(a.shape)}"
     if L != len(q):
         raise ValueError(f"tokens has {len(q)} entries but weights has L={L} query positions ({read}); "
                          f"expected weights shaped (layers, heads, {len(q)}, S)")

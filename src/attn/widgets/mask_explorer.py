@@ -13,8 +13,8 @@ import anywidget
 import torch
 import traitlets as t
 
-from attn import masks
-from attn.widgets._state import CSS, as_array, fmt, front_end, rounded
+from attn import _checks, masks
+from attn.widgets._state import CSS, as_array, front_end, rounded
 
 __all__ = ["KINDS", "MAX_LEN", "MaskExplorer", "seeded_scores"]
 
@@ -154,7 +154,7 @@ class MaskExplorer(anywidget.AnyWidget):
         else:
             s = as_array("scores", v["scores"])
             if s.shape != (v["L"], S):
-                raise ValueError(f"scores has shape {fmt(s.shape)}, expected (L, S) = ({v['L']}, {S})")
+                raise ValueError(f"scores has shape {_checks.fmt(s.shape)}, expected (L, S) = ({v['L']}, {S})")
             if not (abs(s) < float("inf")).all():
                 raise ValueError("scores must be finite: the mask, not the scores, removes pairs")
             v["scores"] = rounded(s)

@@ -14,8 +14,9 @@ import anywidget
 import torch
 import traitlets as t
 
+from attn import _checks
 from attn.positional import sinusoidal_table
-from attn.widgets._state import CSS, as_array, fmt, front_end, rounded
+from attn.widgets._state import CSS, as_array, front_end, rounded
 
 __all__ = ["PositionalEncodingExplorer"]
 
@@ -107,8 +108,8 @@ def _check(encodings: Mapping[str, object]) -> dict[str, list]:
     for name, table in encodings.items():
         a = as_array(f"encodings[{name!r}]", table)
         if a.ndim != 2 or 0 in a.shape:
-            raise ValueError(f"encodings[{name!r}] must have shape (positions, D), got {fmt(a.shape)}")
+            raise ValueError(f"encodings[{name!r}] must have shape (positions, D), got {_checks.fmt(a.shape)}")
         if not (abs(a) < float("inf")).all():
-            raise ValueError(f"encodings[{name!r}] contains NaN or infinite values (shape {fmt(a.shape)})")
+            raise ValueError(f"encodings[{name!r}] contains NaN or infinite values (shape {_checks.fmt(a.shape)})")
         out[str(name)] = rounded(a)
     return out
