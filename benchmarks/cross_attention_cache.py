@@ -1,11 +1,11 @@
 """Cached cross-attention keys/values vs re-projecting them at every decoding step.
 
 During greedy decoding of an encoder-decoder, the cross-attention keys and values ``K = M W_K`` and
-``V = M W_V`` depend only on the encoder output ``M``, not on the step. ``Seq2Seq.greedy`` can
-compute them once per source (``cache="all"``: a static ``KVCache`` per decoder layer) or project
-the memory again at every step (``cache="self"``: only self-attention is cached). Both give
-identical tokens (checked with ``torch.equal`` before timing); this script measures the time of a
-whole ``greedy`` call (encoder pass included) for each, on random weights and random sources, and
+``V = M W_V`` depend only on the encoder output ``M``, not on the step. ``Seq2Seq.generate`` can
+compute them once per source ("all", the default: a static ``KVCache`` per decoder layer) or project
+the memory again at every step ("self", ``cross_cache=False``: only self-attention is cached). Both
+give identical tokens (checked with ``torch.equal`` before timing); this script measures the time
+of a whole ``generate`` call (encoder pass included) for each, on random weights and random sources, and
 prints the ratio ``time("self") / time("all")``. The goal is >= 1.5x where the projections matter:
 long sources, batches of 32-64.
 
@@ -13,8 +13,8 @@ long sources, batches of 32-64.
 
 Timings (``attn.measure.compare``) interleave the two settings and report medians of wall-clock
 time, then, in a second measurement, of this process's processor time (``clock="process"``; with
-one thread it is not inflated by other programs on a shared machine). ``eos=-1`` (a token id that never occurs) makes every call
-decode exactly ``--steps`` tokens.
+one thread it is not inflated by other programs on a shared machine). Without ``eos_id`` every call
+decodes exactly ``--steps`` tokens.
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ def main() -> int:
         lengths_b = torch.randint(S // 2, S + 1, (B,), generator=g)
         lengths_b[0] = S  # some sources padded, the longest not
         key_mask = attn.masks.padding(lengths_b, S)[:, 0]  # (B, S) True = real token
-        kw = dict(max_len=steps, bos=1, eos=-1)
-        run = {c: (lambda c=c: model.greedy(src, key_mask, cache=c, **kw)) for c in ("all", "self")}
+        kw = dict(src_key_mask=key_mask, start_id=1)
+        run = {"all": lambda: model.generate(src, steps, **kw),
+               "self": lambda: model.generate(src, steps, cross_cache=False, **kw)}
         if not torch.equal(run["all"](), run["self"]()):
-            raise SystemExit(f"S={S}: cache='all' and cache='self' decoded different tokens")
+            raise SystemExit(f"S={S}: the two cache settings ('all', 'self') decoded different tokens")
         t = median_times(run, repeats)
         ratio, cpu_ratio = t["self"][0] / t["all"][0], t["self"][1] / t["all"][1]
         print(f"{S:>5} {t['all'][0] * 1e3:>9.1f} {t['self'][0] * 1e3:>9.1f} {ratio:>9.2f} "

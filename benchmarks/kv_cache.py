@@ -4,7 +4,10 @@ A decoder-only ``attn.models.TokenModel`` (width 256, 4 layers, 4 heads, causal,
 positions, ``max_len`` 640; random weights, seeded) continues a 16-token prompt by 512 tokens,
 batch 1, float32, on the CPU: once with one :class:`attn.KVCache` per layer (each step sends one new
 token through the model) and once recomputing every position at every step. The tokens must be
-identical (checked, the script fails otherwise); the goal is a speed-up of at least 8x on 2 threads.
+identical (checked, the script fails otherwise); the goal is a speed-up of at least 15x on 2 threads
+(issue 19). With the cache, a step of one token runs on one thread (see :mod:`attn.generation`):
+the step is too small to split, and on a shared machine waiting for a second thread costs more
+than the step itself; recomputation uses every thread it is given.
 A third method runs the same cache but concatenating at every step (``torch.cat``, how the cache
 worked before it wrote into pre-allocated buffers), to show what that choice is worth.
 
@@ -35,7 +38,7 @@ def build(d_model: int = 256, num_layers: int = 4, num_heads: int = 4, vocab: in
 def check_identical(model: attn.models.TokenModel, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
     """Generate with and without the cache; raise if a single token differs. Returns the tokens."""
     cached = model.generate(prompt, n_new, use_cache=True)
-    full = model.generate(prompt, n_new, use_cache=False)
+    full = model.generate(prompt, n_new, use_cache=False)  # greedy: the tokens must be the same
     if not torch.equal(cached, full):
         first = int((cached != full).int().argmax())
         raise AssertionError(f"KV-cache generation differs from recomputation, first at position {first}")
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> float:
     print(f"{'kv cache':>12} {t_cache:>8.2f} {t_cache / n_new * 1e3:>9.2f}")
     print(f"{'cache (cat)':>12} {t_cat:>8.2f} {t_cat / n_new * 1e3:>9.2f}")
     print(f"{'recompute':>12} {t_full:>8.2f} {t_full / n_new * 1e3:>9.2f}")
-    print(f"speed-up (recompute / cache): {ratio:.1f}x (goal >= 8x at 512 tokens); "
+    print(f"speed-up (recompute / cache): {ratio:.1f}x (goal >= 15x at 512 tokens); "
           f"pre-allocated vs torch.cat cache: {t_cat / t_cache:.2f}x")
     if not args.quick:  # the chapter on efficient attention shows the last full run
         with open(pathlib.Path(__file__).resolve().parent / "measured" / "kv_cache.csv", "w") as f:

@@ -23,9 +23,9 @@ def _token_model(tokens):
     return TokenModel(10, d_model=16, num_heads=2, num_layers=1)(tokens)
 
 
-def _generate(n_new):
+def _generate(max_new_tokens):
     lm = TokenModel(10, d_model=16, num_heads=2, num_layers=1, is_causal=True, max_len=32)
-    return lm.generate(torch.tensor([[1, 2, 3]]), n_new)
+    return lm.generate(torch.tensor([[1, 2, 3]]), max_new_tokens)
 
 
 CASES = {
@@ -75,9 +75,9 @@ CASES = {
         lambda: data.kv_sum(0),
         ValueError, r"n must be a positive integer \(the number of sequences\), got 0"),
     # models
-    "generate_negative_n_new": (
+    "generate_negative_max_new_tokens": (
         lambda: _generate(-3),
-        ValueError, r"n_new must be a non-negative integer, got -3"),
+        ValueError, r"max_new_tokens must be a non-negative integer, got -3"),
     "token_model_float_ids": (
         lambda: _token_model(torch.ones(2, 5)),
         TypeError, r"tokens must be integer token ids, got dtype torch.float32"),

@@ -110,17 +110,18 @@ def _count_projections(model: Seq2Seq, module_suffix: str) -> list[int]:
     return calls
 
 
-@pytest.mark.parametrize("cache, per_layer", [("all", lambda steps: 1), ("self", lambda steps: steps),
-                                              ("none", lambda steps: steps)])
-def test_greedy_projects_the_memory_once_per_layer_only_with_the_static_cache(cache, per_layer):
+@pytest.mark.parametrize("cache, per_layer", [({}, lambda steps: 1), ({"cross_cache": False}, lambda steps: steps),
+                                              ({"use_cache": False}, lambda steps: steps)])
+def test_generation_projects_the_memory_once_per_layer_only_with_the_static_cache(cache, per_layer):
     model = Seq2Seq(20, 15, d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=3).eval()
     src = torch.randint(3, 20, (4, 9))
     key_mask = masks.padding([9, 7, 5, 2])[:, 0]
     steps = 6
-    reference = model.greedy(src, key_mask, max_len=steps, bos=1, eos=-1, cache="none")  # eos=-1: never stops early
+    kw = dict(src_key_mask=key_mask, start_id=1)  # no eos_id: never stops early
+    reference = model.generate(src, steps, use_cache=False, **kw)
     calls = _count_projections(model, "cross_attn")
-    out = model.greedy(src, key_mask, max_len=steps, bos=1, eos=-1, cache=cache)
-    assert torch.equal(out, reference) and out.shape == (4, steps)
+    out = model.generate(src, steps, **cache, **kw)
+    assert torch.equal(out, reference) and out.shape == (4, 1 + steps)
     assert calls[0] == len(model.decoder.layers) * per_layer(steps)
 
 
@@ -177,12 +178,14 @@ def test_uniform_attention_puts_the_alignment_fraction_on_the_true_characters():
         assert (truth[[0, 1, 2, 3, 5, 6, 8, 9]].sum(-1) > 0).all()  # every digit has one
 
 
-def test_greedy_on_an_untrained_model_stops_at_eos_or_max_len():
+def test_generation_on_an_untrained_model_stops_at_eos_or_max_new_tokens():
     task = DateTask()
     model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
     src, _, _, lengths = task.batch(task.sample(4, seed=1))
-    out = model.greedy(src, masks.padding(lengths)[:, 0], max_len=11, bos=CharVocab.BOS, eos=CharVocab.EOS)
-    assert out.shape[0] == 4 and 1 <= out.shape[1] <= 11
+    out = model.generate(src, 11, src_key_mask=masks.padding(lengths)[:, 0], start_id=CharVocab.BOS,
+                         eos_id=CharVocab.EOS)
+    assert out.shape[0] == 4 and 2 <= out.shape[1] <= 12 and (out[:, 0] == CharVocab.BOS).all()
+    out = out[:, 1:]  # the new tokens
     for row in out.tolist():  # once a sequence has ended, it only repeats </s>
         if CharVocab.EOS in row:
             assert set(row[row.index(CharVocab.EOS):]) == {CharVocab.EOS}

@@ -88,15 +88,15 @@ def test_lm_teacher_forcing_equals_step_by_step_logits():
     assert_close(no_cache, parallel, atol=1e-5, rtol=1e-5)
 
 
-def test_seq2seq_greedy_is_identical_with_every_cache_setting():
+def test_seq2seq_generation_is_identical_with_every_cache_setting():
     torch.manual_seed(0)
     model = Seq2Seq(20, 15, d_model=32, num_heads=4, num_encoder_layers=2, num_decoder_layers=2).eval()
     src = torch.randint(3, 20, (3, 9))
     key_mask = attn.masks.padding([9, 6, 4])[:, 0]
-    outs = [model.greedy(src, key_mask, max_len=12, bos=1, eos=2, cache=c) for c in ("all", "self", "none")]
+    kw = dict(src_key_mask=key_mask, start_id=1, eos_id=2)
+    outs = [model.generate(src, 12, **kw, **c) for c in ({}, {"cross_cache": False}, {"use_cache": False})]
     assert torch.equal(outs[0], outs[1]) and torch.equal(outs[0], outs[2])
-    with pytest.raises(ValueError, match="cache must be 'all', 'self' or 'none'"):
-        model.greedy(src, key_mask, max_len=3, bos=1, eos=2, cache="some")
+    assert (outs[0][:, 0] == 1).all()  # the start token comes first
 
 
 def test_padded_source_keys_get_zero_cross_attention():

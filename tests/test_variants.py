@@ -172,8 +172,8 @@ def test_t5_cached_decoding_matches_uncached_and_hugging_face_generate():
     caches = ours.new_caches()
     steps = [ours.decode(tgt[:, t : t + 1], memory, real, caches=caches) for t in range(6)]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, **TOL)
-    cached = ours.generate(src, real, max_len=10)
-    assert torch.equal(cached, ours.generate(src, real, max_len=10, use_cache=False))
+    cached = ours.generate(src, 10, src_key_mask=real)
+    assert torch.equal(cached, ours.generate(src, 10, src_key_mask=real, use_cache=False))
     want = hf.generate(src, attention_mask=real.long(), max_new_tokens=10, do_sample=False)
     assert torch.equal(cached, want)
 

@@ -3,7 +3,7 @@
 - :class:`TokenModel`: embeddings, positions, a stack of self-attention blocks, a linear head.
   ``is_causal=False`` is an encoder (BERT-like, sees both sides); ``is_causal=True`` a decoder-only
   language model (GPT-like) with cached generation.
-- :class:`Seq2Seq`: encoder-decoder (the original Transformer, T5/BART-like) with greedy decoding,
+- :class:`Seq2Seq`: encoder-decoder (the original Transformer, T5/BART-like) with generation,
   self-attention caches and cached cross-attention keys/values.
 """
 
@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from attn import _checks
+from attn import _checks, generation
 from attn import positional as pos
 from attn.attention import KVCache
 from attn.blocks import Decoder, EncoderLayer, Transformer
@@ -81,6 +81,10 @@ class TokenModel(nn.Module):
         """``tokens`` ``(B, L)``; ``key_mask`` ``(B, L)`` True = real token; ``mask`` overrides the
         causal mask (e.g. to show what a wrong mask does); ``caches`` one :class:`KVCache` per layer."""
         self._check_tokens(tokens)
+        return self._logits(tokens, key_mask=key_mask, mask=mask, caches=caches)
+
+    def _logits(self, tokens: torch.Tensor, *, key_mask=None, mask=None, caches=None) -> torch.Tensor:
+        """:meth:`forward` without the check of ``tokens`` (generation checks its prompt once)."""
         offset = len(caches[0]) if caches else 0
         x = self.embed(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         if self.pos_input is not None:
@@ -90,43 +94,48 @@ class TokenModel(nn.Module):
             x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=caches[i] if caches else None)
         return self.head(self.norm(x))  # (B, L, V)
 
-    def _check_tokens(self, tokens) -> None:
-        _checks.tensor("tokens", tokens)
+    def _check_tokens(self, tokens, name: str = "tokens") -> None:
+        _checks.tensor(name, tokens)
         if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-            raise TypeError(f"tokens must be integer token ids, got dtype {tokens.dtype}")
+            raise TypeError(f"{name} must be integer token ids, got dtype {tokens.dtype}")
         V = self.embed.num_embeddings
         if tokens.numel():
             low, high = (int(t) for t in torch.aminmax(tokens))  # one pass for both ends
             if low < 0 or high >= V:
-                raise ValueError(f"tokens must lie in [0, vocab_size={V}), got ids from {low} to {high}")
+                raise ValueError(f"{name} must lie in [0, vocab_size={V}), got ids from {low} to {high}")
 
     def new_caches(self, capacity: int | None = None) -> list[KVCache]:
         """One empty :class:`KVCache` per layer; ``capacity``: the rows to allocate at once."""
         return [KVCache(capacity=capacity) for _ in self.layers]
 
     @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, n_new: int, *, use_cache: bool = True) -> torch.Tensor:
-        """Greedy continuation of ``prompt`` ``(B, P)`` by ``n_new`` tokens -> ``(B, P + n_new)``."""
+    def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float | None = None,
+                 top_k: int | None = None, eos_id: int | None = None, pad_id: int | None = None,
+                 generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
+        """Continue ``prompt`` ``(B, P)`` by up to ``max_new_tokens`` tokens -> ``(B, P + N)``.
+
+        The convention of :mod:`attn.generation` (greedy by default; ``temperature``, ``top_k``,
+        ``eos_id``, ``pad_id``). ``use_cache=False`` recomputes the whole prefix at every step
+        (the same tokens, more work); with the cache each step sends one new token through the model.
+        """
         if not self.is_causal:
             raise ValueError("generate() needs a causal model (TokenModel(..., is_causal=True))")
-        if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 0:
-            raise ValueError(f"n_new must be a non-negative integer, got {n_new!r}")
-        self._check_tokens(prompt)
-        if prompt.shape[1] + n_new > self.max_len and self.pos_input is not None:
-            raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds max_len {self.max_len}")
-        out = prompt
-        if use_cache:
-            caches = self.new_caches(capacity=prompt.shape[1] + n_new)  # allocated once, never grown
-            logits = self(prompt, caches=caches)
-            for _ in range(n_new):
-                nxt = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
-                out = torch.cat([out, nxt], dim=1)
-                logits = self(nxt, caches=caches)  # only the new token goes through the model
-        else:
-            for _ in range(n_new):
-                nxt = self(out)[:, -1].argmax(-1, keepdim=True)  # recompute everything each step
-                out = torch.cat([out, nxt], dim=1)
-        return out
+        generation.check_arguments(prompt, max_new_tokens, temperature=temperature, top_k=top_k,
+                                   eos_id=eos_id, pad_id=pad_id)
+        self._check_tokens(prompt, "prompt")
+        total = prompt.shape[1] + max_new_tokens
+        if total > self.max_len and self.pos_input is not None:
+            raise ValueError(f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds "
+                             f"max_len {self.max_len}")
+        caches = self.new_caches(capacity=total) if use_cache else None  # allocated once, never grown
+
+        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
+            if caches is None:
+                return self._logits(tokens)[:, -1]  # recompute everything each step
+            return self._logits(tokens[:, -new:], caches=caches)[:, -1]  # only the new tokens
+
+        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
 
 
 class Seq2Seq(nn.Module):
@@ -162,33 +171,30 @@ class Seq2Seq(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
 
     @torch.no_grad()
-    def greedy(self, src, src_key_mask=None, *, max_len: int, bos: int, eos: int, cache: str = "all"):
-        """Greedy decoding ``(B, S)`` -> ``(B, <= max_len)`` (without the start token).
+    def generate(self, src: torch.Tensor, max_new_tokens: int, *, src_key_mask: torch.Tensor | None = None,
+                 start_id: int, temperature: float | None = None, top_k: int | None = None,
+                 eos_id: int | None = None, pad_id: int | None = None, generator: torch.Generator | None = None,
+                 use_cache: bool = True, cross_cache: bool = True) -> torch.Tensor:
+        """Decode ``src`` ``(B, S)`` -> ``(B, 1 + N)``: ``start_id``, then up to ``max_new_tokens`` tokens.
 
-        ``cache``: ``"all"`` (self-attention KV cache and cross-attention keys/values computed once),
-        ``"self"`` (self-attention cache only: cross-attention re-projects the memory every step),
-        or ``"none"`` (recompute the whole prefix every step).
+        The convention of :mod:`attn.generation`. ``use_cache``: the self-attention keys and values
+        are cached (each step sends one new token through the decoder); ``False`` recomputes the
+        whole prefix at every step. ``cross_cache`` (with the cache): the cross-attention keys and
+        values of the memory are computed once; ``False`` re-projects the memory at every step.
         """
-        if cache not in ("all", "self", "none"):
-            raise ValueError(f"cache must be 'all', 'self' or 'none', got {cache!r}")
-        memory = self.encode(src, src_key_mask)
-        B = src.shape[0]
-        out = torch.full((B, 1), bos, dtype=torch.long, device=src.device)
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        generation.check_arguments(src, max_new_tokens, temperature=temperature, top_k=top_k,
+                                   eos_id=eos_id, pad_id=pad_id, start_id=start_id, name="src")
+        memory = self.encode(src, src_key_mask)  # (B, S, D), computed once
+        prompt = torch.full((src.shape[0], 1), start_id, dtype=torch.long, device=src.device)  # (B, 1)
         caches = None
-        if cache != "none":  # "self": no cross-attention cache, so the memory is re-projected each step
-            caches = [(KVCache(), KVCache(static=True) if cache == "all" else None) for _ in self.decoder.layers]
-        for t in range(max_len):
-            if cache == "none":
-                logits = self.decode(out, memory, src_key_mask)[:, -1]
-            else:
-                logits = self.decode(out[:, -1:], memory, src_key_mask, caches=caches, offset=t)[:, -1]
-            nxt = logits.argmax(-1)
-            nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
-            out = torch.cat([out, nxt[:, None]], dim=1)
-            done |= nxt == eos
-            if done.all():
-                break
-        return out[:, 1:]
+        if use_cache:  # without cross_cache the memory is re-projected at every step
+            caches = [(KVCache(), KVCache(static=True) if cross_cache else None) for _ in self.decoder.layers]
 
+        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
+            if caches is None:
+                return self.decode(tokens, memory, src_key_mask)[:, -1]
+            past = tokens.shape[1] - new
+            return self.decode(tokens[:, -new:], memory, src_key_mask, caches=caches, offset=past)[:, -1]
 
+        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)

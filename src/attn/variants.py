@@ -26,7 +26,7 @@ import math
 import torch
 from torch import nn
 
-from attn import masks
+from attn import generation
 from attn.attention import KVCache, MultiHeadAttention
 from attn.blocks import ACTIVATIONS, DecoderLayer, EncoderLayer, activation_function
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
@@ -259,25 +259,27 @@ class GPT(nn.Module):
         return self.head(self.norm(x))  # (B, L, V)
 
     @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, n_new: int, *, temperature: float = 1.0, top_k: int | None = None,
+    def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float | None = None,
+                 top_k: int | None = None, eos_id: int | None = None, pad_id: int | None = None,
                  generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
-        """Continue ``prompt`` ``(B, P)`` by ``n_new`` tokens -> ``(B, P + n_new)``.
+        """Continue ``prompt`` ``(B, P)`` by up to ``max_new_tokens`` tokens -> ``(B, P + N)``.
 
-        ``temperature=0`` is greedy; otherwise sample from ``softmax(logits / temperature)``,
-        restricted to the ``top_k`` most likely tokens if given. ``use_cache=False`` recomputes the
-        whole prefix every step (same tokens, more work).
+        The convention of :mod:`attn.generation`: greedy by default, sampled with ``temperature``
+        (and ``top_k``). ``use_cache=False`` recomputes the whole prefix every step (same tokens,
+        more work).
         """
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
-        if prompt.shape[1] + n_new > self.max_len:
-            raise ValueError(f"prompt length {prompt.shape[1]} + n_new {n_new} exceeds max_len {self.max_len}")
+        generation.check_arguments(prompt, max_new_tokens, temperature=temperature, top_k=top_k,
+                                   eos_id=eos_id, pad_id=pad_id)
+        if prompt.shape[1] + max_new_tokens > self.max_len:
+            raise ValueError(f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds "
+                             f"max_len {self.max_len}")
         caches = self.new_caches() if use_cache else None
-        out, logits = prompt, self(prompt, caches=caches)[:, -1]  # (B, V)
-        for _ in range(n_new):
-            nxt = _sample(logits, temperature, top_k, generator)  # (B, 1)
-            out = torch.cat([out, nxt], dim=1)
-            logits = (self(nxt, caches=caches) if use_cache else self(out))[:, -1]
-        return out
+
+        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
+            return (self(tokens[:, -new:], caches=caches) if use_cache else self(tokens))[:, -1]  # (B, V)
+
+        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
 
     @classmethod
     def from_hf(cls, model) -> GPT:
@@ -313,17 +315,6 @@ class GPT(nn.Module):
                 _copy(mine.norm2, h.ln_2)
         _copy(ours.norm, t.ln_f)
         return ours.eval()
-
-
-def _sample(logits: torch.Tensor, temperature: float, top_k: int | None, generator) -> torch.Tensor:
-    """One token per row of ``logits`` ``(B, V)`` -> ``(B, 1)``."""
-    if temperature == 0:
-        return logits.argmax(-1, keepdim=True)
-    logits = logits / temperature
-    if top_k is not None:
-        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(masks.masked_softmax(logits), 1, generator=generator)  # (B, 1)
 
 
 # --- T5 -----------------------------------------------------------------------------------------
@@ -413,24 +404,30 @@ class T5(nn.Module):
         return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
 
     @torch.no_grad()
-    def generate(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None, *, max_len: int,
+    def generate(self, src: torch.Tensor, max_new_tokens: int, *, src_key_mask: torch.Tensor | None = None,
+                 start_id: int | None = None, temperature: float | None = None, top_k: int | None = None,
+                 eos_id: int | None = None, pad_id: int | None = None, generator: torch.Generator | None = None,
                  use_cache: bool = True) -> torch.Tensor:
-        """Greedy decoding ``(B, S)`` -> ``(B, 1 + <= max_len)``, starting with ``decoder_start_id``;
-        rows that emitted ``eos_id`` continue with ``pad_id``."""
-        memory = self.encode(src, src_key_mask)
-        B = src.shape[0]
-        out = torch.full((B, 1), self.decoder_start_id, dtype=torch.long, device=src.device)
-        done = torch.zeros(B, dtype=torch.bool, device=src.device)
+        """Decode ``src`` ``(B, S)`` -> ``(B, 1 + N)``: ``start_id``, then up to ``max_new_tokens`` tokens.
+
+        The convention of :mod:`attn.generation`; ``start_id``, ``eos_id`` and ``pad_id`` default
+        to the model's ``decoder_start_id``, ``eos_id`` and ``pad_id`` (as Hugging Face takes them
+        from the config; ``eos_id=-1`` never stops early).
+        """
+        generation.check_arguments(src, max_new_tokens, temperature=temperature, top_k=top_k,
+                                   eos_id=eos_id, pad_id=pad_id, start_id=start_id, name="src")
+        start_id = self.decoder_start_id if start_id is None else start_id
+        eos_id = self.eos_id if eos_id is None else eos_id
+        pad_id = self.pad_id if pad_id is None else pad_id
+        memory = self.encode(src, src_key_mask)  # (B, S, D), computed once
+        prompt = torch.full((src.shape[0], 1), start_id, dtype=torch.long, device=src.device)  # (B, 1)
         caches = self.new_caches() if use_cache else None
-        for _ in range(max_len):
-            step = out[:, -1:] if use_cache else out
-            nxt = self.decode(step, memory, src_key_mask, caches=caches)[:, -1].argmax(-1)  # (B,)
-            nxt = torch.where(done, torch.full_like(nxt, self.pad_id), nxt)
-            out = torch.cat([out, nxt[:, None]], dim=1)
-            done |= nxt == self.eos_id
-            if done.all():
-                break
-        return out
+
+        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
+            return self.decode(tokens[:, -new:] if use_cache else tokens, memory, src_key_mask, caches=caches)[:, -1]
+
+        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
+                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
 
     @classmethod
     def from_hf(cls, model) -> T5:
