@@ -31,9 +31,9 @@ WORK = ROOT / "build" / "mutate"
 CORE = {
     "functional": ("functional.py", ["tests/test_functional.py"]),
     "masks": ("masks.py", ["tests/test_masks.py"]),
-    "attention": ("attention.py", ["tests/test_attention.py"]),
+    "attention": ("attention.py", ["tests/test_attention.py", "tests/test_kv_cache.py", "tests/test_bad_inputs.py"]),
     "positional": ("positional.py", ["tests/test_positional.py"]),
-    "blocks": ("blocks.py", ["tests/test_blocks.py"]),
+    "blocks": ("blocks.py", ["tests/test_blocks.py", "tests/test_bad_inputs.py"]),
     "tiled": ("efficient/tiled.py", ["tests/test_efficient.py", "-k", "not measured"]),  # measured: reads book/
 }
 

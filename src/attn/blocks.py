@@ -26,7 +26,7 @@ from attn.attention import KVCache, MultiHeadAttention
 __all__ = ["ACTIVATIONS", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer",
            "activation_function"]
 
-#: The activations a layer accepts by name, the one table of the package: PyTorch's two
+#: The activations a layer accepts by name (the one table of the package). PyTorch's two
 #: (``"relu"``, ``"gelu"``, the exact erf GELU) and the names Hugging Face configs use for the tanh
 #: approximation of GELU (``"gelu_new"`` in GPT-2, ``"gelu_pytorch_tanh"``).
 ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {

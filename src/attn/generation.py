@@ -1,4 +1,4 @@
-"""One generation loop for every decoder in :mod:`attn`.
+"""One generation loop for every decoder in ``attn``.
 
 Every model that generates (:class:`attn.models.TokenModel`, :class:`attn.models.Seq2Seq`,
 :class:`attn.variants.GPT`, :class:`attn.variants.T5`) has the same method, shaped like Hugging

@@ -174,9 +174,9 @@ def random_keys(L: int, S: int | None = None, *, num_random: int, seed: int = 0)
     """``num_random`` distinct random keys for each of ``L`` queries: BigBird's random part, seeded.
 
     Query ``i`` (in order) draws its keys by a partial Fisher-Yates shuffle of ``0 .. S-1`` driven
-    by :func:`seeded_uniform`: position ``r`` swaps with ``r + floor(u · (S - r))``, and the first
+    by :func:`~attn.masks.seeded_uniform`: position ``r`` swaps with ``r + floor(u · (S - r))``, and the first
     ``num_random`` entries are its keys. A seed gives one pattern wherever it is rebuilt; this is
-    the one generator of the package (:func:`bigbird` and ``attn.efficient.bigbird_attention``
+    the one generator of the package (:func:`~attn.masks.bigbird` and ``attn.efficient.bigbird_attention``
     take their keys from it).
 
     Returns:
