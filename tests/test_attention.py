@@ -358,3 +358,120 @@ def test_multi_head_attention_takes_a_1d_key_mask_as_its_2d_form():
     out_w, w = mha(x, mask=keep, need_weights=True)
     torch.testing.assert_close(out_w, ref)
     assert w[..., 2:].abs().max() == 0
+
+
+# --- every bad input named in full; defaults, the fused paths and the ablation hooks (mutation testing, make mutate) ---
+
+_MHA = attn.MultiHeadAttention(8, 2)
+_X = torch.randn(2, 3, 8)
+BAD_INPUTS = [
+    ('sa_d_model', lambda: attn.SelfAttention(0), ValueError, 'd_model must be a positive integer, got 0'),
+    ('sa_d_v', lambda: attn.SelfAttention(8, d_k=4, d_v=0), ValueError, 'd_v must be a positive integer, got 0'),
+    ('sa_x', lambda: attn.SelfAttention(8)([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
+    ('sa_x_1d', lambda: attn.SelfAttention(8)(torch.zeros(8)), ValueError, 'x must have at least 2 dimensions, got shape (8)'),
+    ('mha_heads', lambda: attn.MultiHeadAttention(8, 0), ValueError, 'num_heads must be a positive integer, got 0'),
+    ('mha_d', lambda: attn.MultiHeadAttention(0, 2), ValueError, 'd_model must be a positive integer, got 0'),
+    ('mha_pos', lambda: attn.MultiHeadAttention(8, 2, positional=attn.SinusoidalPositionalEncoding(8)), ValueError, "positional must be an encoding that acts inside attention (mode 'scores' or 'qk'); got SinusoidalPositionalEncoding with mode 'input'. Encodings with mode 'input' are added to the token embeddings instead."),
+    ('mha_q_list', lambda: _MHA([1.0]), TypeError, 'query must be a torch.Tensor, got list'),
+    ('mha_q_2d', lambda: _MHA(torch.zeros(3, 8)), ValueError, 'query must have at least 3 dimensions, got shape (3, 8)'),
+    ('mha_q_int', lambda: _MHA(torch.zeros(2, 3, 8, dtype=torch.long)), TypeError, 'query must be a floating-point tensor, got dtype torch.int64'),
+    ('mha_key_dim', lambda: _MHA(_X, torch.zeros(2, 3, 6), torch.zeros(2, 3, 8)), ValueError, 'key has last dimension 6 (shape (2, 3, 6)), expected 8 (d_model)'),
+    ('mha_value_dim', lambda: _MHA(_X, _X, torch.zeros(2, 3, 6)), ValueError, 'value has last dimension 6 (shape (2, 3, 6)), expected 8 (d_model)'),
+    ('mha_q_empty', lambda: _MHA(torch.zeros(2, 0, 8)), ValueError, 'query has an empty query length L dimension (shape (2, 0, 8)); attention over nothing is undefined'),
+    ('mha_k_empty', lambda: _MHA(_X, torch.zeros(2, 0, 8), torch.zeros(2, 0, 8)), ValueError, 'key has an empty source length S dimension (shape (2, 0, 8)); attention over nothing is undefined'),
+    ('mha_dtype', lambda: _MHA(_X.double()), TypeError, 'query has dtype torch.float64 but the parameters of this MultiHeadAttention are torch.float32: convert one of them (x.to(torch.float32) or module.to(torch.float64))'),
+    ('mha_key_mask', lambda: _MHA(_X, key_mask=[True]), TypeError, 'key_mask must be a torch.Tensor, got list'),
+    ('mha_pos_cross', lambda: attn.MultiHeadAttention(8, 2, positional=attn.ALiBi(2))(_X, torch.randn(2, 4, 8), torch.randn(2, 4, 8)), ValueError, 'positional=ALiBi acts in self-attention only: key and value must be omitted or be the query tensor itself (got a separate key: a tensor of shape (2, 4, 8))'),
+    ('kv_capacity', lambda: attn.KVCache(capacity=0), ValueError, 'capacity must be a positive integer or None, got 0'),
+    ("mha_pos_cross_list", lambda: attn.MultiHeadAttention(8, 2, positional=attn.ALiBi(2))(_X, [1.0], [1.0]), ValueError,
+     "positional=ALiBi acts in self-attention only: key and value must be omitted or be the query tensor itself "
+     "(got a separate key: list)"),
+]
+
+
+@pytest.mark.parametrize(("case", "call", "error", "message"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_every_bad_input_is_named_in_full(case, call, error, message):
+    with pytest.raises(error) as e:
+        call()
+    assert str(e.value) == message
+
+
+def test_a_cache_of_another_batch_names_both_sizes():
+    m, cache = attn.MultiHeadAttention(8, 2).eval(), attn.KVCache()
+    m(torch.randn(2, 2, 8), cache=cache)
+    with pytest.raises(ValueError) as e:
+        m(torch.randn(3, 1, 8), cache=cache)
+    assert str(e.value) == "new keys (3, 2, 1, 4) do not match the cached (2, 2, 2, 4) in (B, H)"
+
+
+def test_defaults_smallest_sizes_and_unbatched_self_attention():
+    sa = attn.SelfAttention(8, d_k=4)
+    assert sa.W_v.out_features == 4 and sa.W_o.in_features == 4  # d_v defaults to d_k
+    assert attn.SelfAttention(8, d_k=4, d_v=6).W_v.out_features == 6
+    assert all(layer.bias is None for layer in (sa.W_q, sa.W_k, sa.W_v, sa.W_o))
+    assert attn.SelfAttention(1, d_k=1, d_v=1)(torch.randn(2, 3, 1))[0].shape == (2, 3, 1)
+    out, _ = attn.SelfAttention(8)(torch.randn(3, 8))  # (L, D): one sequence, no batch
+    assert out.shape == (3, 8)
+    mha = attn.MultiHeadAttention(8, 2)
+    assert mha.in_proj.bias is not None and mha.out_proj.bias is not None  # bias=True by default
+    assert mha.record_weights is False and mha.last_weights is None and mha.head_mask is None
+    assert attn.MultiHeadAttention(1, 1)(torch.randn(1, 2, 1))[0].shape == (1, 2, 1)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("which", ["key_is_query", "value_is_query", "all_separate"])
+def test_every_projection_path_matches_nn_multiheadattention(bias, which):
+    """The fused paths: one matmul for self-attention, one for k and v when key is value, three
+    otherwise; each with and without biases."""
+    torch.manual_seed(0)
+    ours, ref = _pair(16, 4, bias=bias)
+    q, other, third = torch.randn(2, 5, 16), torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+    key, value = {"key_is_query": (q, other), "value_is_query": (other, q), "all_separate": (other, third)}[which]
+    out, w = ours(q, key, value, need_weights=True, average_weights=False)
+    ref_out, ref_w = ref(q, key, value, need_weights=True, average_attn_weights=False)
+    assert_close(out, ref_out, **TOL)
+    assert_close(w, ref_w, **TOL)
+    kv_out, _ = ours(q, other, other)  # key is value: the fused k/v projection
+    assert_close(kv_out, ref(q, other, other)[0], **TOL)
+
+
+def test_need_weights_false_returns_no_weights_and_record_attention_restores_the_module():
+    mha = attn.MultiHeadAttention(8, 2).eval()
+    x = torch.randn(1, 4, 8)
+    assert mha(x)[1] is None and mha(x, need_weights=False)[1] is None
+    with attn.attention.record_attention(mha):
+        mha(x)
+        assert mha.last_weights is not None and mha.last_weights.shape == (1, 2, 4, 4)  # per head
+    assert mha.record_weights is False and mha.last_weights is None
+
+
+def test_head_mask_silences_exactly_the_chosen_heads():
+    torch.manual_seed(0)
+    mha = attn.MultiHeadAttention(8, 2).eval()
+    x = torch.randn(2, 3, 8)
+    D, E = 8, 4
+    q, k, v = (x @ mha.in_proj.weight[i * D:(i + 1) * D].T + mha.in_proj.bias[i * D:(i + 1) * D] for i in range(3))
+    heads = [torch.softmax(q[..., h * E:(h + 1) * E] @ k[..., h * E:(h + 1) * E].transpose(1, 2) / 2.0, -1)
+             @ v[..., h * E:(h + 1) * E] for h in range(2)]
+    for keep in ([1.0, 0.0], [0.0, 1.0], [1.0, 1.0]):
+        mha.head_mask = torch.tensor(keep, dtype=torch.float64)  # any dtype: cast to the activations'
+        z = torch.cat([heads[h] * keep[h] for h in range(2)], -1)
+        out = mha(x)[0]
+        assert out.dtype == torch.float32
+        assert_close(out, z @ mha.out_proj.weight.T + mha.out_proj.bias, **TOL)
+
+
+@pytest.mark.parametrize("name", ["rope", "alibi", "t5"])
+def test_cached_decoding_with_a_positional_encoding_equals_the_full_pass(name):
+    """Each decoded query sits at position past + i: RoPE rotates it there and score biases are
+    built for it (the query offset of a step is the number of cached keys)."""
+    torch.manual_seed(0)
+    pos = {"rope": lambda: attn.RotaryPositionalEncoding(4), "alibi": lambda: attn.ALiBi(2),
+           "t5": lambda: attn.T5RelativePositionBias(2, bidirectional=False)}[name]()
+    mha = attn.MultiHeadAttention(8, 2, positional=pos).eval()
+    x = torch.randn(1, 6, 8)
+    full = mha(x, is_causal=True)[0]
+    cache = attn.KVCache()
+    steps = [mha(x[:, :3], is_causal=True, cache=cache)[0]]
+    steps += [mha(x[:, i:i + 1], is_causal=True, cache=cache)[0] for i in range(3, 6)]
+    assert_close(torch.cat(steps, 1), full, **TOL)

@@ -257,8 +257,8 @@ class MultiHeadAttention(nn.Module):
         if not self_attention and self.positional is not None:
             raise ValueError(
                 f"positional={type(self.positional).__name__} acts in self-attention only: key and value must "
-                "be omitted or be the query tensor itself (got a separate key tensor of shape "
-                f"{_checks.fmt(key.shape) if isinstance(key, torch.Tensor) else type(key).__name__})"
+                "be omitted or be the query tensor itself (got a separate key: "
+                + (f"a tensor of shape {_checks.fmt(key.shape)})" if isinstance(key, torch.Tensor) else f"{type(key).__name__})")
             )
         key = query if key is None else key
         value = key if value is None else value
