@@ -54,7 +54,7 @@ def _inline(asset) -> str:
     return getattr(asset, "attributes", {}).get("body", "") or ""
 
 
-def trim_page_assets(app, pagename, templatename, context, doctree) -> None:
+def trim_page_assets(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001 (html-page-context handler)
     """Drop the scripts and styles a page does not use (see the module docstring)."""
     has_math = 'class="math' in context.get("body", "")
 

@@ -20,6 +20,7 @@ decodes exactly ``--steps`` tokens.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 import torch
 
@@ -63,8 +64,8 @@ def main() -> int:
         lengths_b[0] = S  # some sources padded, the longest not
         key_mask = attn.masks.padding(lengths_b, S)[:, 0]  # (B, S) True = real token
         kw = dict(src_key_mask=key_mask, start_id=1)
-        run = {"all": lambda: model.generate(src, steps, **kw),
-               "self": lambda: model.generate(src, steps, cross_cache=False, **kw)}
+        run = {"all": partial(model.generate, src, steps, **kw),
+               "self": partial(model.generate, src, steps, cross_cache=False, **kw)}
         if not torch.equal(run["all"](), run["self"]()):
             raise SystemExit(f"S={S}: the two cache settings ('all', 'self') decoded different tokens")
         t = median_times(run, repeats)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import csv
 import pathlib
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -65,11 +66,11 @@ def run_cost(lengths, rounds):
             q, k, v = qkv(n)
             qg, kg, vg = qkv(n, requires_grad=True)
 
-            def fwd():
+            def fwd(f=f, q=q, k=k, v=v):  # bind this round's method and inputs
                 with torch.no_grad():
                     f(q, k, v, False)
 
-            def fwd_bwd():
+            def fwd_bwd(f=f, qg=qg, kg=kg, vg=vg):
                 f(qg, kg, vg, False).sum().backward()
 
             t = seconds({"fwd": fwd, "fwd_bwd": fwd_bwd}, rounds)
@@ -88,8 +89,8 @@ def run_tiled(lengths, rounds):
         for causal in (False, True):
             with torch.no_grad():
                 err = (ef.tiled_attention(q, k, v, is_causal=causal) - F.scaled_dot_product_attention(q, k, v, is_causal=causal)).abs().max().item()
-                t = seconds({"sdpa": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                             "tiled": lambda: ef.tiled_attention(q, k, v, is_causal=causal, block_size=256)}, rounds)
+                t = seconds({"sdpa": partial(F.scaled_dot_product_attention, q, k, v, is_causal=causal),
+                             "tiled": partial(ef.tiled_attention, q, k, v, is_causal=causal, block_size=256)}, rounds)
             row = {"n": n, "causal": causal, "sdpa_s": round(t["sdpa"], 4), "tiled_s": round(t["tiled"], 4),
                    "ratio": round(t["tiled"] / t["sdpa"], 2), "max_abs_err": f"{err:.1e}"}
             rows.append(row)
@@ -102,7 +103,7 @@ def run_memory(n):
     rows = []
     for method in ("sdpa", "tiled"):
         with torch.no_grad():
-            mb = peak_mb(lambda: METHODS[method](q, k, v, False))
+            mb = peak_mb(partial(METHODS[method], q, k, v, False))
         rows.append({"n": n, "method": method, "fwd_peak_mb": round(mb, 1), "output_mb": round(q.nbytes / 2**20, 1),
                      "explicit_weights_mb": round(H * n * n * 4 / 2**20, 1)})
         print(rows[-1], flush=True)
@@ -116,8 +117,8 @@ def run_banded(lengths, rounds, window=256):
         m = attn.masks.sliding_window(n, window=window)
         with torch.no_grad():
             err = (ef.banded_attention(q, k, v, window=window) - F.scaled_dot_product_attention(q, k, v, attn_mask=m)).abs().max().item()
-            t = seconds({"sdpa_mask": lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=m),
-                         "banded": lambda: ef.banded_attention(q, k, v, window=window)}, rounds)
+            t = seconds({"sdpa_mask": partial(F.scaled_dot_product_attention, q, k, v, attn_mask=m),
+                         "banded": partial(ef.banded_attention, q, k, v, window=window)}, rounds)
         row = {"n": n, "window": window, "sdpa_mask_s": round(t["sdpa_mask"], 4), "banded_s": round(t["banded"], 4),
                "speedup": round(t["sdpa_mask"] / t["banded"], 2), "max_abs_err": f"{err:.1e}"}
         rows.append(row)
@@ -134,7 +135,7 @@ def run_checkpoint(rounds, L=512, layers=8, d_model=256):
     t = seconds({str(c): f for c, f in fns.items()}, rounds)
     rows = []
     for c, f in fns.items():
-        _, saved = ef.saved_activation_bytes(lambda: ef.checkpointed(stack, x, checkpoint_layers=c))
+        _, saved = ef.saved_activation_bytes(partial(ef.checkpointed, stack, x, checkpoint_layers=c))
         rows.append({"checkpoint": c, "layers": layers, "L": L, "batch": 4, "d_model": d_model,
                      "fwd_bwd_s": round(t[str(c)], 4), "peak_mb": peak_mb(f),
                      "saved_mb": round(saved / 2**20, 1)})

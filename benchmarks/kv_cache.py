@@ -57,7 +57,7 @@ class ConcatCache(attn.KVCache):
 
 def generate_concat(model, prompt: torch.Tensor, n_new: int) -> torch.Tensor:
     new_caches = model.new_caches
-    model.new_caches = lambda capacity=None: [ConcatCache() for _ in model.layers]
+    model.new_caches = lambda capacity=None: [ConcatCache() for _ in model.layers]  # noqa: ARG005 (new_caches' signature)
     try:
         return model.generate(prompt, n_new, use_cache=True)
     finally:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import csv
 import pathlib
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -33,9 +34,9 @@ def run(sizes, causal: bool, repeats: int) -> list[tuple]:
         g = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(1, 8, n, 64, generator=g) for _ in range(3))
         fns = {
-            "torch": lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-            "attn": lambda: attn.scaled_dot_product_attention(q, k, v, is_causal=causal),
-            "explicit": lambda: attn.scaled_dot_product_attention(q, k, v, is_causal=causal, return_weights=True),
+            "torch": partial(F.scaled_dot_product_attention, q, k, v, is_causal=causal),
+            "attn": partial(attn.scaled_dot_product_attention, q, k, v, is_causal=causal),
+            "explicit": partial(attn.scaled_dot_product_attention, q, k, v, is_causal=causal, return_weights=True),
         }
         torch.testing.assert_close(fns["attn"](), fns["torch"](), atol=1e-5, rtol=1e-5)
         # attn.measure.compare interleaves: each round times all three, so drifts in machine load hit

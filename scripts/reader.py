@@ -288,10 +288,7 @@ def _role_edits(inline, in_cell: bool, text: str, starts: list[int], cursor: dic
     for i, line in enumerate(content_lines):
         n = inline.map[0] + i
         source = lines[n]
-        if in_cell:
-            col = source.find(line, cursor.get(n, 0))
-        else:
-            col = len(source.rstrip()) - len(line.rstrip())
+        col = source.find(line, cursor.get(n, 0)) if in_cell else len(source.rstrip()) - len(line.rstrip())
         if col < 0 or not source.startswith(line.rstrip(), col):
             raise ReaderError(f"cannot place the parsed line {line!r} in {source!r}")
         cursor[n] = col + len(line)

@@ -1,6 +1,7 @@
 """attn.SelfAttention against the maths, attn.MultiHeadAttention against nn.MultiheadAttention."""
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -56,8 +57,8 @@ def _attention_modules():
     return {
         "SelfAttention": lambda: attn.SelfAttention(8),
         "MultiHeadAttention": lambda: attn.MultiHeadAttention(8, 2),
-        **{f"EfficientSelfAttention({k})": (lambda k: lambda: ef.EfficientSelfAttention(
-            8, 2, k, window=2, rank=4, seq_len=5))(k) for k in ef.KINDS},
+        **{f"EfficientSelfAttention({k})": partial(ef.EfficientSelfAttention, 8, 2, k, window=2, rank=4, seq_len=5)
+           for k in ef.KINDS},
         "GroupedQueryAttention": lambda: ef.GroupedQueryAttention(8, 4, 2),
     }
 
@@ -254,7 +255,7 @@ def test_positional_dimensions_are_checked_when_the_layer_is_built():
 
 # --- gradients through fully masked rows (issue 9, item 1) -------------------------------------
 
-def _causal_left_padded(B=2, L=5):
+def _causal_left_padded(L=5):
     """Causal attention with left padding: the first query of sequence 1 may attend nothing."""
     key_mask = masks.padding([L, L - 2])[:, 0].flip(-1)  # (B, S): sequence 1 starts with 2 pads
     return key_mask

@@ -7,6 +7,7 @@ attn.masks; tokens that look like HTML must stay text.
 
 import io
 import json
+import pathlib
 import re
 
 import pytest
@@ -190,7 +191,7 @@ def test_attention_explorer_exports_svg(watch):
     page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
     with page.expect_download() as dl:
         page.locator(".attn-head-view button[name=export][value=svg]").first.click()
-    text = open(dl.value.path(), encoding="utf-8").read()
+    text = pathlib.Path(dl.value.path()).read_text(encoding="utf-8")
     assert text.lstrip().startswith("<svg") or "<svg" in text[:300]
     assert "&lt;b&gt;" in text and "<b>" not in text  # the token <b> of the page's example, as text
 

@@ -202,7 +202,7 @@ def test_cached_step_mask_must_be_the_last_row_sized_to_the_keys():
     assert not torch.allclose(top_left, full, atol=1e-3)
     # ...and the training-sized mask does not fit the keys: a clear error, not silent garbage.
     with pytest.raises(ValueError, match=r"mask of shape \(1, 32\) cannot broadcast"):
-        _stepwise(model, x, lambda S: masks.causal(32)[:1])
+        _stepwise(model, x, lambda _S: masks.causal(32)[:1])
 
 
 def _load_benchmark(root):

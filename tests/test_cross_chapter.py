@@ -110,7 +110,7 @@ def _count_projections(model: Seq2Seq, module_suffix: str) -> list[int]:
     return calls
 
 
-@pytest.mark.parametrize("cache, per_layer", [({}, lambda steps: 1), ({"cross_cache": False}, lambda steps: steps),
+@pytest.mark.parametrize("cache, per_layer", [({}, lambda _steps: 1), ({"cross_cache": False}, lambda steps: steps),
                                               ({"use_cache": False}, lambda steps: steps)])
 def test_generation_projects_the_memory_once_per_layer_only_with_the_static_cache(cache, per_layer):
     model = Seq2Seq(20, 15, d_model=32, num_heads=4, num_encoder_layers=1, num_decoder_layers=3).eval()

@@ -78,15 +78,15 @@ CASES = {
     "prepare_mask": lambda d, t: attn.functional.prepare_mask(
         torch.zeros(6, dtype=torch.float32, device=d), True, 4, 6, (2, 2), t, d),
     # masks that take a device or work on given tensors
-    "masks.causal": lambda d, t: masks.causal(4, 6, offset=2, device=d),
+    "masks.causal": lambda d, _t: masks.causal(4, 6, offset=2, device=d),
     "masks.masked_softmax": lambda d, t: masks.masked_softmax(rnd(d, t, 2, 4, 6), masks.causal(4, 6, device=d)),
     "masks.restrict": lambda d, t: masks.restrict(torch.zeros(4, 6, dtype=t, device=d), masks.causal(4, 6, device=d)),
     "masks.add_bias": lambda d, t: masks.add_bias(masks.causal(4, 6, device=d), rnd(d, t, 4, 6)),
-    "masks.combine": lambda d, t: masks.combine(masks.causal(4, device=d), masks.causal(4, device=d)),
+    "masks.combine": lambda d, _t: masks.combine(masks.causal(4, device=d), masks.causal(4, device=d)),
     "masks.to_additive": lambda d, t: masks.to_additive(masks.causal(4, device=d), t),
     "masks.from_additive": lambda d, t: masks.from_additive(torch.zeros(4, 4, dtype=t, device=d)),
-    "masks.from_key_padding_mask": lambda d, t: masks.from_key_padding_mask(torch.zeros(2, 4, dtype=torch.bool, device=d)),
-    "masks.fully_masked_rows": lambda d, t: masks.fully_masked_rows(masks.causal(4, device=d)),
+    "masks.from_key_padding_mask": lambda d, _t: masks.from_key_padding_mask(torch.zeros(2, 4, dtype=torch.bool, device=d)),
+    "masks.fully_masked_rows": lambda d, _t: masks.fully_masked_rows(masks.causal(4, device=d)),
     # attention
     "SelfAttention": lambda d, t: build(d, t, lambda: attn.SelfAttention(8))(rnd(d, t, 2, 5, 8), is_causal=True,
                                                                              need_weights=True),
@@ -132,8 +132,8 @@ CASES = {
         checkpoint_layers=False, is_causal=True),
     "SegmentRecurrentLM": lambda d, t: build(d, t, lambda: ef.SegmentRecurrentLM(16, 8, 2))(
         tokens(d, 2, 4), [rnd(d, t, 2, 3, 8)]),
-    **{f"EfficientSelfAttention({k})": (lambda k: lambda d, t: build(d, t, lambda: ef.EfficientSelfAttention(
-        8, 2, k, window=2, rank=3, seq_len=6))(rnd(d, t, 2, 6, 8), is_causal=k != "linformer")[0])(k)
+    **{f"EfficientSelfAttention({k})": (lambda kind: lambda d, t: build(d, t, lambda: ef.EfficientSelfAttention(
+        8, 2, kind, window=2, rank=3, seq_len=6))(rnd(d, t, 2, 6, 8), is_causal=kind != "linformer")[0])(k)
        for k in ef.KINDS},
 }
 

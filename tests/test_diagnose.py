@@ -182,7 +182,7 @@ def test_wrong_signature_is_a_failed_shape_contract_not_a_crash():
 
 
 def test_wrong_output_shape_and_tuple_outputs_are_reported_with_shapes():
-    report = diagnose.check(lambda x, km: x[..., :-1], d_model=D)
+    report = diagnose.check(lambda x, _km: x[..., :-1], d_model=D)
     assert report.failed == ["shape contract"]
     assert report["shape contract"].value == "x (2, 8, 32) gave output (2, 8, 31), expected (2, 8, 32)"
     mha = attn.MultiHeadAttention(D, H)
@@ -203,7 +203,7 @@ def test_a_module_that_crashes_on_one_probe_gets_a_failed_finding():
 
 def test_a_callable_that_raises_on_the_first_probe_is_a_failed_shape_contract():
     """As the docstring promises: a finding, not the callable's exception (issue 18)."""
-    def broken(x, key_mask):
+    def broken(_x, _key_mask):
         raise RuntimeError("mat1 and mat2 shapes cannot be multiplied")
 
     report = diagnose.check(broken, d_model=D)

@@ -74,7 +74,7 @@ def test_tiled_backward_equals_sdpa_gradients():
     b = [t.detach().clone().requires_grad_() for t in a]
     ef.tiled_attention(*a, is_causal=True, block_size=16).square().sum().backward()
     F.scaled_dot_product_attention(*b, is_causal=True).square().sum().backward()
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         torch.testing.assert_close(x.grad, y.grad, atol=1e-5, rtol=1e-5)
 
 
@@ -231,7 +231,7 @@ def test_tiled_gradients_with_a_fully_masked_row_equal_sdpa():
     g = 100 * torch.randn(1, 2, 6, 16, dtype=torch.float64)
     ef.tiled_attention(*a, block_size=4, **kw).backward(g)
     attn.scaled_dot_product_attention(*b, **kw).backward(g)
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         torch.testing.assert_close(x.grad, y.grad, atol=1e-10, rtol=1e-10)
 
 
@@ -434,7 +434,7 @@ def test_checkpointing_keeps_results_and_gradients_and_saves_activation_memory()
     (o0, g0, p0, s0), (o1, g1, p1, s1) = results[False], results[True]
     torch.testing.assert_close(o1, o0)
     torch.testing.assert_close(g1, g0)
-    for a, b in zip(p1, p0):
+    for a, b in zip(p1, p0, strict=True):
         torch.testing.assert_close(a, b)
     assert s1 == 3 * x.nbytes  # only each layer's input is kept
     assert s0 > 10 * s1

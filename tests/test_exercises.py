@@ -43,7 +43,7 @@ def test_attention_that_gives_nan_on_a_fully_masked_row_fails_that_case_only():
 
 
 def test_a_checker_reports_an_exception_instead_of_raising():
-    v = exercises.check_causal_mask(lambda n: 1 / 0)
+    v = exercises.check_causal_mask(lambda _n: 1 / 0)
     assert not v and "ZeroDivisionError" in repr(v)
 
 
@@ -67,7 +67,7 @@ def test_table_and_head_split_checkers():
     assert masks.causal(3).dtype == torch.bool
 
 
-def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass_it(root):
+def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass_it():
     """The solutions in the chapters' dropdowns that call a checker run, and the checker accepts them."""
     import json
     import re

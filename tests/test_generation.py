@@ -104,7 +104,7 @@ def test_top_k_one_is_greedy_at_any_temperature():
 
 
 def test_eos_finishes_a_row_which_is_then_padded_and_generation_stops_when_all_are_done():
-    def step(tokens, new):  # row 0 emits eos (2) at its second step, row 1 at its fourth
+    def step(tokens, _new):  # row 0 emits eos (2) at its second step, row 1 at its fourth
         t = tokens.shape[1] - PROMPT.shape[1]
         logits = torch.zeros(2, V)
         logits[0, 2 if t == 1 else 11] = 1
@@ -168,7 +168,7 @@ def test_token_model_prompt_out_of_the_vocabulary_is_named():
 def _threads_seen(prompt, cached):
     seen = []
 
-    def step(tokens, new):
+    def step(tokens, _new):
         seen.append(torch.get_num_threads())
         return torch.zeros(tokens.shape[0], V)
 

@@ -29,7 +29,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def lab(root, tmp_path_factory, browser):
+def lab(root, tmp_path_factory, browser):  # noqa: ARG001 (browser: skips Lab where Chromium is absent)
     work = tmp_path_factory.mktemp("lab")
     shutil.copy2(reader.reader_path(root / "book/explorers.ipynb"), work / "explorers.ipynb")
     port = _free_port()

@@ -16,9 +16,9 @@ def test_kv_recall_is_deterministic_and_its_targets_are_right():
     a = data.kv_recall(50, task, seed=3)
     b = data.kv_recall(50, task, seed=3)
     c = data.kv_recall(50, task, seed=4)
-    assert all(torch.equal(x, y) for x, y in zip(a, b)) and not torch.equal(a[0], c[0])
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True)) and not torch.equal(a[0], c[0])
     tokens, targets, kind = a
-    for seq, tgt, knd in zip(tokens.tolist(), targets.tolist(), kind.tolist()):
+    for seq, tgt, knd in zip(tokens.tolist(), targets.tolist(), kind.tolist(), strict=True):
         pairs = {t // task.num_values: t % task.num_values for t in seq[: task.num_keys]}
         assert sorted(pairs) == list(range(task.num_keys)), "every key appears once"
         for i in range(1, task.num_keys):

@@ -111,7 +111,7 @@ def test_kv_sum_targets_are_the_matching_value_plus_the_previous_digit_by_brute_
     tokens, targets, kind = attn.data.kv_sum(50, task, seed=3)
     assert tokens.shape == targets.shape == kind.shape == (50, K + 2 * Q)
     assert int(tokens.min()) >= 0 and int(tokens.max()) < task.vocab_size + V
-    for seq, tgt, knd in zip(tokens.tolist(), targets.tolist(), kind.tolist()):
+    for seq, tgt, knd in zip(tokens.tolist(), targets.tolist(), kind.tolist(), strict=True):
         pairs = seq[:K]
         assert sorted(p // V for p in pairs) == list(range(K)), "every key once"
         value_of = {p // V: p % V for p in pairs}
@@ -129,7 +129,7 @@ def test_kv_sum_targets_are_the_matching_value_plus_the_previous_digit_by_brute_
 
 def test_kv_sum_is_deterministic_for_a_seed_and_varies_with_it():
     a, b, c = (attn.data.kv_sum(20, seed=s) for s in (7, 7, 8))
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         assert torch.equal(x, y)
     assert not torch.equal(a[0], c[0])
     # every digit and every value of a target occurs: the targets cover 0 .. 2V - 2

@@ -44,7 +44,7 @@ def test_pip_index_settings_become_uv_options(monkeypatch):
     class Proc:
         stdout = ("global.extra-index-url='file:///a/simple file:///b/simple'\n:env:.find-links='/opt/wheels'\n"
                   "global.find-links='/opt/wheels'\nglobal.constraint='/etc/c.txt'\nglobal.cert='/x.pem'\n")
-    monkeypatch.setattr(uv_args.subprocess, "run", lambda *a, **k: Proc)
+    monkeypatch.setattr(uv_args.subprocess, "run", lambda *_a, **_k: Proc)
     assert uv_args.pip_index_args() == [
         "--extra-index-url", "file:///a/simple", "--extra-index-url", "file:///b/simple",
         "--find-links", "/opt/wheels", "--constraint", "/etc/c.txt", "--index-strategy", "unsafe-best-match"]

@@ -477,8 +477,8 @@ BAD_INPUTS = [
 ]
 
 
-@pytest.mark.parametrize(("case", "call", "error", "message"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
-def test_every_bad_input_is_named_in_full(case, call, error, message):
+@pytest.mark.parametrize(("_case", "call", "error", "message"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_every_bad_input_is_named_in_full(_case, call, error, message):
     with pytest.raises(error) as e:
         call()
     assert str(e.value) == message

@@ -21,7 +21,7 @@ def test_last_write_is_deterministic_for_a_seed():
     a = data.last_write(40, 30, seed=5)
     b = data.last_write(40, 30, seed=5)
     c = data.last_write(40, 30, seed=6)
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
     assert not torch.equal(a[0], c[0])
 
 
@@ -32,7 +32,7 @@ def test_last_write_targets_equal_a_plain_loop(n, length, num_values, num_filler
     tokens, targets, source = data.last_write(n, length, num_values=num_values, num_fillers=num_fillers,
                                               p_write=p_write, seed=seed)
     assert tokens.shape == targets.shape == source.shape == (n, length)
-    for seq, tgt, src in zip(tokens.tolist(), targets.tolist(), source.tolist()):
+    for seq, tgt, src in zip(tokens.tolist(), targets.tolist(), source.tolist(), strict=True):
         assert seq[0] < num_values, "position 0 is always a write"
         assert all(0 <= t < num_values + num_fillers for t in seq)
         last = None
@@ -69,7 +69,8 @@ def test_last_write_rejects_bad_arguments():
 def offset_matrix(k: int, d: int) -> torch.Tensor:
     omega = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     c, s = torch.cos(omega * k), torch.sin(omega * k)
-    return torch.block_diag(*[torch.tensor([[ci, si], [-si, ci]], dtype=torch.float64) for ci, si in zip(c.tolist(), s.tolist())])
+    return torch.block_diag(*[torch.tensor([[ci, si], [-si, ci]], dtype=torch.float64)
+                              for ci, si in zip(c.tolist(), s.tolist(), strict=True)])
 
 
 @settings(max_examples=20, deadline=None)

@@ -154,14 +154,14 @@ def test_unsupported_or_broken_myst_is_an_error_not_raw_text(root, myst, message
         reader.convert_markdown(myst, _ctx(root))
 
 
-def test_no_chapter_imports_a_book_build_package(root):
+def test_no_chapter_imports_a_book_build_package():
     for path in notebooks.chapters():
         nb = json.loads(path.read_text())
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
         assert not BUILD_IMPORT.search(code), f"{path.name} imports a book-build package; Colab lacks it"
 
 
-def test_glue_works_without_myst_nb(root):
+def test_glue_works_without_myst_nb():
     """attn.notebook.glue in a process where myst_nb cannot be imported: no error, value returned."""
     code = (
         "import sys; sys.modules['myst_nb'] = None\n"

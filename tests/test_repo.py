@@ -67,7 +67,7 @@ def test_chapters_in_toc_are_exactly_the_notebooks_in_book(root):
     assert in_toc, "no chapter found"
 
 
-def test_every_chapter_starts_with_the_generated_colab_cell(root):
+def test_every_chapter_starts_with_the_generated_colab_cell():
     url, branch = notebooks.repository()
     expected = notebooks.setup_cell_source()
     assert f'REPO = "{url}"' in expected and f"@{branch}" in expected
@@ -96,7 +96,7 @@ def test_shape_legend_in_intro_matches_the_package(root):
         assert f"``{letter}``: {meaning}" in attn.__doc__
 
 
-def test_stored_notebooks_were_executed_in_order_and_leak_nothing(root):
+def test_stored_notebooks_were_executed_in_order_and_leak_nothing():
     for path in notebooks.chapters():
         nb = json.loads(path.read_text())
         code = [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
@@ -141,7 +141,7 @@ def test_unstable_number_pattern_catches_raw_floats_and_rounding_level_digits():
         assert not UNSTABLE_NUMBER.search(good), good
 
 
-def test_compared_outputs_show_no_digits_another_machine_would_change(root):
+def test_compared_outputs_show_no_digits_another_machine_would_change():
     found = []
     for path in notebooks.chapters():
         for cell in _compared_code_cells(path)[1]:
@@ -153,7 +153,7 @@ def test_compared_outputs_show_no_digits_another_machine_would_change(root):
     assert not found, "show these at the precision every machine reproduces (README, Writing a chapter):\n" + "\n".join(found)
 
 
-def test_only_training_cells_are_excused_from_comparison_and_each_is_checked(root):
+def test_only_training_cells_are_excused_from_comparison_and_each_is_checked():
     ignored, unchecked = [], []
     for path in notebooks.chapters():
         code, compared = _compared_code_cells(path)
@@ -258,7 +258,7 @@ def test_receipt_pattern_catches_hand_written_true():
     assert not RECEIPT.search('print("all zero:", bool((y == 0).all()))')
 
 
-def test_chapters_use_no_xmode_and_print_no_hand_written_true(root):
+def test_chapters_use_no_xmode_and_print_no_hand_written_true():
     for path in notebooks.chapters():
         nb = json.loads(path.read_text())
         for i, cell in enumerate(nb["cells"]):

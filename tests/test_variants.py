@@ -222,7 +222,7 @@ def test_vit_with_2d_sincos_positions_adds_the_fixed_table_to_the_patches_and_no
     assert list(vit.pos.parameters()) == []
     images = torch.randn(2, 1, 8, 8)
     seen = []
-    vit.layers[0].register_forward_pre_hook(lambda module, args: seen.append(args[0]))
+    vit.layers[0].register_forward_pre_hook(lambda _module, args: seen.append(args[0]))
     assert vit.encode(images).shape == (2, 17, 32)
     patches = vit.patch(images).flatten(2).transpose(1, 2)  # (2, 16, 32)
     table = attn.positional.Sinusoidal2DPositionalEncoding(32, 4, 4).table()  # (16, 32)

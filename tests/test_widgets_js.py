@@ -102,7 +102,7 @@ def test_js_masks_equal_attn_masks_for_every_kind_and_many_settings():
     states = random_states(400)
     got = call_js("mask_explorer.js", [{"fn": "buildMask", "args": [s]} for s in states])
     assert {s["kind"] for s in states} == set(KINDS)
-    for state, js in zip(states, got):
+    for state, js in zip(states, got, strict=True):
         expected = oracle(state)
         assert torch.equal(torch.tensor(js, dtype=torch.bool).reshape(expected.shape), expected), state
         assert len(js) == expected.shape[0] and all(len(r) == expected.shape[1] for r in js)
@@ -113,7 +113,7 @@ def test_js_bigbird_draws_the_same_random_keys_for_many_seeds():
     states = [dict(kind="bigbird", L=L, S=S, window=1, global_tokens=[], num_random=r, seed=seed)
               for seed in (0, 1, 2, 3, 99, 2**31 + 5) for L, S in ((16, 16), (7, 13)) for r in (1, 3)]
     got = call_js("mask_explorer.js", [{"fn": "buildMask", "args": [s]} for s in states])
-    for s, js in zip(states, got):
+    for s, js in zip(states, got, strict=True):
         ref = masks.bigbird(s["L"], s["S"], window=1, global_tokens=(), num_random=s["num_random"], seed=s["seed"])
         assert torch.equal(torch.tensor(js), ref), s
     assert got[0] != got[4]  # different seeds, different patterns
@@ -142,7 +142,7 @@ def test_js_normalize_limits_values_exactly_as_python_does():
 def test_js_mulberry32_and_seeded_scores_equal_python_bit_for_bit():
     seeds = [0, 1, 42, 123456789, 2**31 - 1, 2**32 - 1]
     calls = [{"fn": "seededScores", "args": [seed, 3, 50]} for seed in seeds]
-    for seed, js in zip(seeds, call_js("mask_explorer.js", calls)):
+    for seed, js in zip(seeds, call_js("mask_explorer.js", calls), strict=True):
         rng = masks.seeded_uniform(seed)
         uniforms = [next(rng) for _ in range(150)]
         assert js == seeded_scores(seed, 3, 50).tolist()  # exact: same float64 arithmetic
@@ -172,7 +172,7 @@ def test_js_similarity_and_circle_point_equal_python():
     T = p.encodings["sinusoidal"]
     got = call_js("positional_explorer.js", [{"fn": "dotProfile", "args": [T, q]} for q in (0, 7, 19)]
                   + [{"fn": "pairPoint", "args": [T, 5, 2]}])
-    for q, js in zip((0, 7, 19), got):
+    for q, js in zip((0, 7, 19), got[:3], strict=True):  # got[3] is the pairPoint, below
         offsets, dots = p.similarity(q)
         assert js["offsets"] == offsets.tolist()
         assert_close(torch.tensor(js["dots"], dtype=torch.float64), dots, atol=1e-12, rtol=0)
@@ -368,7 +368,7 @@ def test_browser_head_view_controls_and_keyboard(show):
 
 
 @needs_browser
-def test_browser_exports_the_current_view_as_svg_and_png(show, tmp_path):
+def test_browser_exports_the_current_view_as_svg_and_png(show):
     page = show(AttentionExplorer(["<b>x</b>", "y"], torch.tensor([[[0.3, 0.7], [1.0, 0.0]]])))
     with page.expect_download() as d:
         page.click(".host-0 button[name=export][value=svg]")

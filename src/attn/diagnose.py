@@ -290,7 +290,7 @@ class _AttentionProbe(TorchFunctionMode):
         return out
 
 
-def _sdpa_weights(q, k, v=None, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):
+def _sdpa_weights(q, k, v=None, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, **_):  # noqa: ARG001 (v, dropout_p: F.scaled_dot_product_attention's positional slots)
     q, k = q.detach().float(), k.detach().float()
     scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ k.transpose(-2, -1) * scale  # (..., L, S)
@@ -492,7 +492,7 @@ def _check_half(fn, x, seed, is_causal, dtypes) -> Finding:
                    "run the softmax in float32")
 
 
-def _check_scaling(fn, d_model, seed, is_causal, num_heads) -> Finding:
+def _check_scaling(fn, d_model, seed, num_heads) -> Finding:
     x = torch.randn(4, 16, d_model, generator=torch.Generator().manual_seed(seed + 6))
     probe = _AttentionProbe()
     with torch.no_grad(), probe:
@@ -570,7 +570,7 @@ def check(
         ("positions", lambda: _check_positions(fn, x, seed, is_causal, positions)),
         ("fully masked rows", lambda: _check_fully_masked(fn, x, seed)),
         ("half precision", lambda: _check_half(fn, x, seed, is_causal, dtypes)),
-        ("scaling", lambda: _check_scaling(fn, d_model, seed, is_causal, num_heads)),
+        ("scaling", lambda: _check_scaling(fn, d_model, seed, num_heads)),
     ]
     if only is not None:
         unknown = set(only) - {name for name, _ in steps} - {"shape contract", "causality"}

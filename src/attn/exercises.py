@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -105,7 +106,7 @@ def check_attention(fn: Callable[..., torch.Tensor]) -> Verdict:
     tol = dict(rtol=1e-4, atol=1e-5)
     for L, S, E, Ev in [(3, 3, 4, 4), (2, 5, 8, 3)]:
         q, k, v = (torch.randn(2, n, d, generator=g) for n, d in [(L, E), (S, E), (S, Ev)])
-        _run(v_, f"no mask, L={L}, S={S}, E={E}, Ev={Ev}", lambda: fn(q, k, v),
+        _run(v_, f"no mask, L={L}, S={S}, E={E}, Ev={Ev}", partial(fn, q, k, v),
              F.scaled_dot_product_attention(q, k, v), **tol)
     q, k, v = (torch.randn(2, 4, 6, 8, generator=g) for _ in range(3))
     _run(v_, "batch and heads (B, H, L, E)", lambda: fn(q, k, v), F.scaled_dot_product_attention(q, k, v), **tol)

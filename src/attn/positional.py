@@ -313,10 +313,7 @@ class ShawRelativePositionalBias(nn.Module):
         _checks.non_negative_int("q_offset", q_offset, " (the position of the first token)")
         w = self.vectors.to(q.dtype)
         # Dot every query with all 2k + 1 vectors once, then pick the one each key needs.
-        if self.num_heads is None:
-            qw = q @ w.T  # (B, H, L, 2k + 1)
-        else:
-            qw = torch.einsum("bhle,hre->bhlr", q, w)  # (B, H, L, 2k + 1)
+        qw = q @ w.T if self.num_heads is None else torch.einsum("bhle,hre->bhlr", q, w)  # (B, H, L, 2k + 1)
         idx = self.index(L, S, q_offset, q.device).expand(B, H, L, S)  # (B, H, L, S)
         return qw.gather(-1, idx) / math.sqrt(self.d_head)  # (B, H, L, S)
 

@@ -188,7 +188,7 @@ class BERT(nn.Module):
         _copy(ours.pos.embedding, e.position_embeddings)
         _copy(ours.segment, e.token_type_embeddings)
         _copy(ours.embed_norm, e.LayerNorm)
-        for mine, theirs in zip(ours.layers, bert.encoder.layer):
+        for mine, theirs in zip(ours.layers, bert.encoder.layer, strict=True):
             a = theirs.attention
             _copy_qkv(mine.self_attn, a.self.query, a.self.key, a.self.value, a.output.dense)
             _copy(mine.norm1, a.output.LayerNorm)
@@ -301,7 +301,7 @@ class GPT(nn.Module):
         _copy(ours.embed, t.wte)
         _copy(ours.pos.embedding, t.wpe)
         with torch.no_grad():
-            for mine, h in zip(ours.layers, t.h):
+            for mine, h in zip(ours.layers, t.h, strict=True):
                 # GPT-2's Conv1D stores weights as (in, out): transpose into nn.Linear's (out, in).
                 mine.self_attn.in_proj.weight.copy_(h.attn.c_attn.weight.T)
                 mine.self_attn.in_proj.bias.copy_(h.attn.c_attn.bias)
@@ -452,7 +452,7 @@ class T5(nn.Module):
         for stack, mine_layers, bias in ((model.encoder, ours.encoder, ours.enc_bias),
                                          (model.decoder, ours.decoder, ours.dec_bias)):
             _copy(bias.embedding, stack.block[0].layer[0].SelfAttention.relative_attention_bias)
-            for mine, block in zip(mine_layers, stack.block):
+            for mine, block in zip(mine_layers, stack.block, strict=True):
                 sa = block.layer[0]
                 _copy_qkv(mine.self_attn, sa.SelfAttention.q, sa.SelfAttention.k, sa.SelfAttention.v,
                           sa.SelfAttention.o, q_scale=q_scale)
@@ -577,7 +577,7 @@ class ViT(nn.Module):
         with torch.no_grad():
             ours.cls.copy_(e.cls_token)
             ours.pos.embedding.weight.copy_(e.position_embeddings[0])
-        for mine, layer in zip(ours.layers, vit.layers):
+        for mine, layer in zip(ours.layers, vit.layers, strict=True):
             a = layer.attention
             _copy_qkv(mine.self_attn, a.q_proj, a.k_proj, a.v_proj, a.o_proj)
             _copy(mine.norm1, layer.layernorm_before)

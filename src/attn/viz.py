@@ -138,7 +138,7 @@ class Table:
 
     def __repr__(self) -> str:
         widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
-        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
         return "\n".join([line(self.headers), line(["-" * w for w in widths]), *map(line, self.rows)])
 
     def _repr_html_(self) -> str:
