@@ -292,3 +292,107 @@ def test_rms_norm_is_a_constructor_choice(norm_first):
     assert all(isinstance(n, nn.RMSNorm) for n in (dec.norm1, dec.norm2, dec.norm3))
     with pytest.raises(ValueError, match=r"norm must be 'layer' or 'rms', got 'batch'"):
         EncoderLayer(D, H, FF, norm="batch")
+
+
+# --- defaults, arguments passed through every level, copies (mutation testing, make mutate) ---
+
+def test_layer_defaults_are_pytorchs():
+    ref = nn.TransformerEncoderLayer(8, 2, batch_first=True)
+    for ours in (EncoderLayer(8, 2), DecoderLayer(8, 2)):
+        assert ours.ff.linear1.out_features == ref.linear1.out_features == 2048
+        assert ours.norm_first is False and ours.norm1.eps == ref.norm1.eps == 1e-5
+        assert ours.self_attn.in_proj.bias is not None and ours.ff.linear1.bias is not None  # bias=True
+        assert ours.self_attn.dropout == ref.dropout.p == 0.1 and ours.dropout1.p == 0.1
+        assert ours.ff.activation == "relu"
+    model = Transformer(8, 2)
+    assert model.encoder.layers[0].norm_first is False and model.encoder.norm.eps == 1e-5
+    ff = attn.blocks.FeedForward(8, 16)
+    assert ff.activation == "relu" and ff.linear1.bias is not None and ff.dropout.p == 0.0
+    assert attn.blocks.FeedForward(8, 16, activation=torch.tanh).activation is None  # a name only when it has one
+    with pytest.raises(ValueError) as e:
+        attn.blocks.FeedForward(0, 16)
+    assert str(e.value) == "d_model must be a positive integer, got 0"
+
+
+def test_transformer_passes_every_option_to_every_layer_and_norm():
+    model = Transformer(8, 2, 2, 2, 16, dropout=0.3, activation="gelu", norm_first=True, eps=1e-3, bias=False)
+    for stack in (model.encoder, model.decoder):
+        assert stack.norm.eps == 1e-3 and stack.norm.bias is None
+        for layer in stack.layers:
+            assert layer.ff.linear1.out_features == 16 and layer.ff.activation == "gelu"
+            assert layer.norm_first is True and layer.norm1.eps == 1e-3 and layer.norm1.bias is None
+            assert layer.self_attn.in_proj.bias is None and layer.self_attn.dropout == 0.3
+            assert layer.ff.dropout.p == 0.3 and layer.dropout1.p == 0.3
+    dec = model.decoder.layers[0]
+    assert dec.cross_attn.dropout == 0.3 and dec.cross_attn.in_proj.bias is None
+    pos = attn.ALiBi(2)
+    layer = DecoderLayer(8, 2, positional=pos)
+    assert layer.self_attn.positional is pos and layer.cross_attn.positional is None
+
+
+def test_every_mask_reaches_its_attention_through_the_stacks():
+    """nn.Transformer with a source mask, a causal target mask and both padding masks."""
+    torch.manual_seed(0)
+    ref = nn.Transformer(D, H, num_encoder_layers=2, num_decoder_layers=1, dim_feedforward=48, dropout=0.0,
+                         batch_first=True)
+    ours = Transformer.from_torch(ref)
+    assert ours.encoder.layers[0].ff.linear1.out_features == 48 and len(ours.encoder.layers) == 2
+    assert len(ours.decoder.layers) == 1
+    _both_train_without_dropout(ref, ours)
+    src, tgt = torch.randn(2, 6, D), torch.randn(2, 5, D)
+    src_keys, tgt_keys = masks.padding([6, 4])[:, 0], masks.padding([5, 3])[:, 0]
+    src_mask = masks.sliding_window(6, window=1)
+    expected = ref(src, tgt, src_mask=~src_mask, tgt_mask=~masks.causal(5), src_key_padding_mask=~src_keys,
+                   tgt_key_padding_mask=~tgt_keys, memory_key_padding_mask=~src_keys)
+    got = ours(src, tgt, src_mask=src_mask, src_key_mask=src_keys, tgt_key_mask=tgt_keys)
+    assert_close(got[tgt_keys], expected[tgt_keys], **TOL)
+    tgt_mask = masks.sliding_window(5, window=1, is_causal=True)  # tgt_mask replaces the causal default
+    expected = ref(src, tgt, src_mask=~src_mask, tgt_mask=~tgt_mask, src_key_padding_mask=~src_keys,
+                   memory_key_padding_mask=~src_keys)
+    assert_close(ours(src, tgt, src_mask=src_mask, tgt_mask=tgt_mask, src_key_mask=src_keys, tgt_is_causal=False),
+                 expected, **TOL)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layers_decode_with_a_cache_and_take_is_causal(norm_first):
+    torch.manual_seed(0)
+    enc = attn.blocks.Encoder(EncoderLayer(D, H, FF, dropout=0.0, norm_first=norm_first), 2, nn.LayerNorm(D)).eval()
+    x = torch.randn(2, 6, D)
+    with torch.no_grad():
+        full = enc(x, is_causal=True)
+        assert_close(full, enc(x, mask=masks.causal(6)), **TOL)
+        assert not torch.allclose(full, enc(x), **TOL)
+        caches = [attn.KVCache() for _ in enc.layers]
+        steps = []
+        for t in range(6):
+            h = x[:, t:t + 1]
+            for layer, cache in zip(enc.layers, caches, strict=True):
+                h = layer(h, is_causal=True, cache=cache)
+            steps.append(enc.norm(h))
+    assert_close(torch.cat(steps, 1), full, **TOL)
+
+
+def test_cached_decoding_keeps_memory_masks_and_projects_memory_once():
+    torch.manual_seed(0)
+    dec = Decoder(DecoderLayer(D, H, FF, dropout=0.0), 2, nn.LayerNorm(D)).eval()
+    x, memory = torch.randn(2, 5, D), torch.randn(2, 4, D)
+    mem_keys = masks.padding([4, 2])[:, 0]
+    with torch.no_grad():
+        full = dec(x, memory, memory_key_mask=mem_keys)
+        caches = dec.new_caches()
+        steps = [dec(x[:, t:t + 1], memory, memory_key_mask=mem_keys, caches=caches) for t in range(5)]
+    assert_close(torch.cat(steps, 1), full, **TOL)
+    assert all(len(cross) == 4 for _, cross in caches)  # the memory's keys once, not once per step
+
+
+def test_copies_from_torch_share_no_module_with_the_original():
+    ref = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, activation=nn.GELU(), batch_first=True), 1,
+                                norm=nn.LayerNorm(8))
+    ours = attn.blocks.Encoder.from_torch(ref)
+    assert ours.norm is not ref.norm and ours.layers[0].ff._act is not ref.layers[0].activation
+    mixed = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)
+    mixed.linear1 = nn.Linear(8, 16, bias=False)
+    with pytest.raises(ValueError) as e:
+        EncoderLayer.from_torch(mixed)
+    assert str(e.value) == ("the PyTorch layer mixes parts with and without biases (linear1, linear2, norm1, self_attn: "
+                            "[False, True, True, True]); only layers built with one bias= setting can be copied")
