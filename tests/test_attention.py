@@ -426,6 +426,12 @@ def test_every_projection_path_matches_nn_multiheadattention(bias, which):
     otherwise; each with and without biases."""
     torch.manual_seed(0)
     ours, ref = _pair(16, 4, bias=bias)
+    if bias:  # nn.MultiheadAttention starts its biases at zero: random ones, so that a lost bias shows
+        with torch.no_grad():
+            ref.in_proj_bias.normal_()
+            ref.out_proj.bias.normal_()
+            ours.in_proj.bias.copy_(ref.in_proj_bias)
+            ours.out_proj.bias.copy_(ref.out_proj.bias)
     q, other, third = torch.randn(2, 5, 16), torch.randn(2, 5, 16), torch.randn(2, 5, 16)
     key, value = {"key_is_query": (q, other), "value_is_query": (other, q), "all_separate": (other, third)}[which]
     out, w = ours(q, key, value, need_weights=True, average_weights=False)
@@ -476,3 +482,20 @@ def test_cached_decoding_with_a_positional_encoding_equals_the_full_pass(name):
     steps = [mha(x[:, :3], is_causal=True, cache=cache)[0]]
     steps += [mha(x[:, i:i + 1], is_causal=True, cache=cache)[0] for i in range(3, 6)]
     assert_close(torch.cat(steps, 1), full, **TOL)
+
+
+def test_rope_rotates_the_queries_and_keys_inside_the_layer():
+    torch.manual_seed(0)
+    rope = attn.RotaryPositionalEncoding(4)
+    mha = attn.MultiHeadAttention(8, 2, positional=rope).eval()
+    x = torch.randn(1, 5, 8)
+    q, k, v = (x @ mha.in_proj.weight[i * 8:(i + 1) * 8].T + mha.in_proj.bias[i * 8:(i + 1) * 8] for i in range(3))
+    q, k, v = (t.view(1, 5, 2, 4).transpose(1, 2) for t in (q, k, v))
+    z = torch.softmax(rope.rotate(q) @ rope.rotate(k).transpose(-1, -2) / 2.0, -1) @ v
+    expected = z.transpose(1, 2).reshape(1, 5, 8) @ mha.out_proj.weight.T + mha.out_proj.bias
+    assert_close(mha(x)[0], expected, **TOL)
+
+
+def test_a_positional_module_without_a_mode_is_named():
+    with pytest.raises(ValueError, match=r"positional must be an encoding that acts inside attention .* got Linear with mode None"):
+        attn.MultiHeadAttention(8, 2, positional=nn.Linear(2, 2))
