@@ -21,7 +21,6 @@ read by the chapter through ``attn.efficient.measured``) and are printed.
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 from functools import partial
 
@@ -29,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import attn
+from attn.efficient.results import write_rows
 from attn import efficient as ef
 
 OUT = pathlib.Path(__file__).resolve().parent / "measured"  # shipped with the package by the build (setup.py)
@@ -145,11 +145,7 @@ def run_checkpoint(rounds, L=512, layers=8, d_model=256):
 
 def write(name: str, rows: list[dict]) -> None:
     rows = [{**row, "threads": torch.get_num_threads()} for row in rows]
-    OUT.mkdir(exist_ok=True)
-    with open(OUT / f"efficient_{name}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+    write_rows(OUT / f"efficient_{name}.csv", rows)
 
 
 def main(argv=None):

@@ -16,13 +16,13 @@ seconds) which the chapter reads.
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 
 import torch
 import torch.nn.functional as F
 
 import attn
+from attn.efficient.results import write_rows
 
 TASK = attn.data.KVRecall(num_keys=16, num_values=8, num_queries=8)
 KINDS = {  # name -> swap_attention arguments
@@ -77,11 +77,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                          "train_s": round(took.seconds, 1)})
             print(f"{name:>16} seed {seed}: local {acc['local']:.3f}  long-range {acc['long_range']:.3f}  "
                   f"{took.seconds:.1f} s", flush=True)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with open(args.out, "w", newline="") as f:  # after every run: a stopped sweep keeps its results
-                w = csv.DictWriter(f, fieldnames=list(rows[0]))
-                w.writeheader()
-                w.writerows(rows)
+            write_rows(args.out, rows)  # after every run: a stopped sweep keeps its results
     return rows
 
 

@@ -13,13 +13,13 @@ position within the segment (segments 2-4 of the test sequences), per seed and s
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 
 import torch
 import torch.nn.functional as F
 
 import attn
+from attn.efficient.results import write_rows
 from attn.efficient.recurrence import SegmentRecurrentLM, delayed_copy
 
 SEGMENT, DELAY, LENGTH, VOCAB = 16, 12, 64, 16
@@ -54,10 +54,7 @@ def main(argv=None):
                    **{f"pos{p}": round(correct[p].item(), 4) for p in range(SEGMENT)}}
             rows.append(row)
             print(f"seed {seed} memory={memory}: accuracy {correct.mean():.3f} ({took.seconds:.0f} s)", flush=True)
-            with open(pathlib.Path(__file__).resolve().parent / "measured" / "efficient_recurrence.csv", "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(rows[0]))
-                w.writeheader()
-                w.writerows(rows)
+            write_rows(pathlib.Path(__file__).resolve().parent / "measured" / "efficient_recurrence.csv", rows)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ round by round, and the medians are compared, so drifts in machine load hit both
 from __future__ import annotations
 
 import argparse
-import csv
 import itertools
 import pathlib
 
@@ -32,6 +31,7 @@ import torch
 from torch import nn
 
 import attn
+from attn.efficient.results import write_rows
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 TINY = (1, 4, 16, 2)  # B, L, D, H: the per-call overhead
@@ -108,11 +108,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.part in ("decoding", "both"):
         rows.append(decoding(128 if args.quick else 512, max(rounds, 3)))
     out = args.out or RESULTS / f"speed_{args.threads}threads{'_quick' if args.quick else ''}.csv"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    write_rows(out, rows)
     return rows
 
 

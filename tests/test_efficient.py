@@ -692,3 +692,14 @@ def test_segment_memories_of_the_wrong_batch_or_width_are_named():
 def test_delayed_copy_needs_a_positive_delay(delay):
     with pytest.raises(ValueError, match=rf"delay must be a positive integer, got {delay!r}"):
         ef.delayed_copy(2, 8, delay)
+
+
+def test_write_rows_writes_what_measured_reads(tmp_path, monkeypatch):
+    from attn.efficient import results
+
+    rows = [{"L": 64, "ms": 1.5, "kind": "tiled"}, {"L": 128, "ms": 3.25, "kind": "full"}]
+    path = results.write_rows(tmp_path / "sub" / "bench_x.csv", rows)
+    monkeypatch.setattr(results, "MEASURED", path.parent)
+    assert results.measured("bench_x") == rows
+    with pytest.raises(ValueError, match="no rows"):
+        results.write_rows(tmp_path / "empty.csv", [])

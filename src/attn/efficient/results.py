@@ -14,7 +14,7 @@ import csv
 import json
 import pathlib
 
-__all__ = ["MEASURED", "measured"]
+__all__ = ["MEASURED", "measured", "write_rows"]
 
 
 def _folder() -> pathlib.Path:
@@ -50,3 +50,17 @@ def measured(name: str) -> list[dict] | dict:
         return json.loads(path.read_text())
     with open(path, newline="") as f:
         return [{k: _value(v) for k, v in row.items()} for row in csv.DictReader(f)]
+
+
+def write_rows(path: str | pathlib.Path, rows: list[dict]) -> pathlib.Path:
+    """Write ``rows`` (dicts with the same keys, in order) to the CSV file ``path``, creating its
+    folder: what the benchmarks write and :func:`measured` reads back. Returns the path."""
+    if not rows:
+        raise ValueError(f"no rows to write to {path}")
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path
