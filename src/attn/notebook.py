@@ -23,13 +23,14 @@ from typing import Any
 __all__ = ["below", "glue", "require"]
 
 
-def glue(name: str, value: Any, *, display: bool = False) -> Any:
+def glue(name: str, value: Any, *, display: bool = False) -> None:
     """Record ``value`` under ``name`` for ``{glue:text}`name``` in the chapter's prose.
 
     In the book's build environment this is ``myst_nb.glue(name, value, display=display)``. Where
     myst-nb is absent (Colab, Binder, a plain install of ``attn``), the value is displayed when
     ``display`` is true and otherwise nothing happens: the reader edition of the chapter already
-    carries the value in its prose. Returns ``value`` so a cell can keep using it.
+    carries the value in its prose. Returns ``None``, as myst-nb's glue does: a cell that ends with
+    a glue call shows nothing more (returning the value printed it again under the cell).
     """
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"glue name must be an identifier-like string, got {name!r}")
@@ -43,7 +44,6 @@ def glue(name: str, value: Any, *, display: bool = False) -> Any:
         from IPython.display import display as show
 
         show(value)
-    return value
 
 
 # `make test` runs the chapters with nbval in a fresh environment without myst-nb (what a reader
