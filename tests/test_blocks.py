@@ -396,3 +396,36 @@ def test_copies_from_torch_share_no_module_with_the_original():
         EncoderLayer.from_torch(mixed)
     assert str(e.value) == ("the PyTorch layer mixes parts with and without biases (linear1, linear2, norm1, self_attn: "
                             "[False, True, True, True]); only layers built with one bias= setting can be copied")
+
+
+def test_decoder_masks_reach_both_attentions_and_left_padding_counts():
+    """Left padding of the target (a padded key before real queries) and a memory mask: both must
+    reach their attention; with right padding and a causal mask a lost key mask would not show."""
+    torch.manual_seed(0)
+    ref = nn.TransformerDecoder(nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True), 2)
+    ours = Decoder.from_torch(ref)
+    _both_train_without_dropout(ref, ours)
+    x, memory = torch.randn(2, 5, D), torch.randn(2, 4, D)
+    tgt_keys = torch.tensor([[True] * 5, [False, True, True, True, True]])
+    memory_mask = masks.sliding_window(5, 4, window=2)  # (L, S): each query sees nearby memory only
+    expected = ref(x, memory, tgt_mask=~masks.causal(5), memory_mask=~memory_mask, tgt_key_padding_mask=~tgt_keys)
+    got = ours(x, memory, key_mask=tgt_keys, memory_mask=memory_mask, is_causal=True)
+    assert_close(got[tgt_keys], expected[tgt_keys], **TOL)
+    model = Transformer.from_torch(nn.Transformer(D, H, 1, 1, FF, dropout=0.0, batch_first=True))
+    model.train()
+    src = torch.randn(2, 4, D)
+    with_mask = model(src, x, tgt_key_mask=tgt_keys)
+    assert not torch.allclose(with_mask[tgt_keys], model(src, x)[tgt_keys], **TOL)
+    window = masks.sliding_window(5, window=2)  # not causal: tgt_is_causal=False must keep it so
+    assert not torch.allclose(model(src, x, tgt_mask=window, tgt_is_causal=False),
+                              model(src, x, tgt_mask=window & masks.causal(5), tgt_is_causal=False), **TOL)
+
+
+def test_stacks_without_a_final_norm_and_copies_keep_eps_and_own_their_norms():
+    enc = attn.blocks.Encoder(EncoderLayer(8, 2, 16, dropout=0.0), 2)  # no final norm
+    assert enc.norm is None and enc(torch.randn(1, 3, 8)).shape == (1, 3, 8)
+    layer = EncoderLayer.from_torch(nn.TransformerEncoderLayer(8, 2, 16, layer_norm_eps=1e-3, batch_first=True))
+    assert layer.norm1.eps == 1e-3 and layer.norm2.eps == 1e-3
+    ref = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1, norm=nn.LayerNorm(8))
+    ours = attn.blocks.Encoder.from_torch(ref)
+    assert ours.norm.weight.data_ptr() != ref.norm.weight.data_ptr()  # a copy, not shared parameters
