@@ -499,3 +499,34 @@ def test_rope_rotates_the_queries_and_keys_inside_the_layer():
 def test_a_positional_module_without_a_mode_is_named():
     with pytest.raises(ValueError, match=r"positional must be an encoding that acts inside attention .* got Linear with mode None"):
         attn.MultiHeadAttention(8, 2, positional=nn.Linear(2, 2))
+
+
+def test_a_cache_with_a_capacity_allocates_its_buffer_once():
+    """Pre-allocated decoding: the buffer holds exactly `capacity` rows and is never reallocated
+    while the cache fills it."""
+    cache, k = attn.KVCache(capacity=6), torch.randn(1, 2, 1, 4)
+    with torch.no_grad():
+        cache.update(k, k)
+        first = cache.k.data_ptr()
+        for _ in range(5):
+            cache.update(k, k)
+    assert len(cache) == 6 and cache.k.data_ptr() == first
+    assert cache.k.untyped_storage().nbytes() == 6 * 2 * 4 * 4  # (B, H, capacity, E) of float32
+
+
+def test_cached_decoding_without_biases_and_a_static_cache_of_another_batch():
+    torch.manual_seed(0)
+    mha = attn.MultiHeadAttention(8, 2, bias=False).eval()
+    x = torch.randn(1, 4, 8)
+    cache = attn.KVCache()
+    with torch.no_grad():
+        steps = [mha(x[:, i:i + 1], is_causal=True, cache=cache)[0] for i in range(4)]
+        assert_close(torch.cat(steps, 1), mha(x, is_causal=True)[0], **TOL)
+        memory, cross = torch.randn(2, 4, 8), attn.KVCache(static=True)
+        mha(torch.randn(2, 1, 8), memory, memory, cache=cross)
+        with pytest.raises(ValueError) as e:
+            mha(torch.randn(3, 1, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8), cache=cross)
+    assert str(e.value) == "the cache holds keys for batch size 2, query has B = 3"
+    with pytest.raises(ValueError) as e:  # cross-attention names its query too
+        mha(torch.zeros(2, 0, 8), memory, memory)
+    assert str(e.value).startswith("query has an empty query length L dimension (shape (2, 0, 8))")
