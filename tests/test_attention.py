@@ -530,3 +530,19 @@ def test_cached_decoding_without_biases_and_a_static_cache_of_another_batch():
     with pytest.raises(ValueError) as e:  # cross-attention names its query too
         mha(torch.zeros(2, 0, 8), memory, memory)
     assert str(e.value).startswith("query has an empty query length L dimension (shape (2, 0, 8))")
+
+
+@pytest.mark.parametrize("name", ["alibi", "t5"])
+def test_a_score_bias_acts_without_any_mask(name):
+    """The fast path for calls without masks must still add the positional score bias."""
+    torch.manual_seed(0)
+    pos = {"alibi": lambda: attn.ALiBi(2), "t5": lambda: attn.T5RelativePositionBias(2)}[name]()
+    with_bias = attn.MultiHeadAttention(8, 2, positional=pos).eval()
+    plain = attn.MultiHeadAttention(8, 2).eval()
+    plain.load_state_dict(with_bias.state_dict(), strict=False)
+    x = torch.randn(1, 5, 8)
+    q, k, v = (t.view(1, 5, 2, 4).transpose(1, 2) for t in with_bias.in_proj(x).chunk(3, -1))
+    z = torch.softmax(q @ k.transpose(-1, -2) / 2.0 + pos.score_bias(q, 0, 5), -1) @ v
+    expected = with_bias.out_proj(z.transpose(1, 2).reshape(1, 5, 8))
+    assert_close(with_bias(x)[0], expected, **TOL)
+    assert not torch.allclose(with_bias(x)[0], plain(x)[0], **TOL)
