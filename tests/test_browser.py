@@ -26,17 +26,6 @@ def _site_pages(built_site):
                   if "_static" not in p.parts and p.name not in {"genindex.html", "search.html"})
 
 
-def test_every_page_loads_everything_from_the_site_itself(built_site, watch):
-    pages = _site_pages(built_site)
-    assert "book/self_attention.html" in pages
-    for path in pages:
-        watch.goto(path)
-        assert _errors(watch) == [], (path, watch.failed)
-    assert watch.offhost == [], f"requests to other hosts: {watch.offhost}"
-    assert watch.failed == [], f"failed requests: {watch.failed}"
-    assert _errors(watch) == []
-
-
 def test_widget_runtime_is_requested_only_on_pages_with_widgets(watch):
     watch.goto("index.html")
     watch.goto("book/intro.html")
@@ -247,28 +236,32 @@ def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
 TEXT_PAGE_BUDGET = 1_500_000  # bytes transferred (gzip, as GitHub Pages serves) by a page without widgets
 
 
-def _transferred(browser, base, path) -> tuple[int, list[str]]:
-    """Bytes on the wire for one page load in a fresh context (nothing cached), and the URLs."""
+def test_every_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, browser, site_server):
+    """One pass over the site's pages, each in a fresh context (nothing cached): no request to
+    another host, no failed request, no page or console error; MathJax loaded iff the page has
+    maths, the widget runtime iff it has widgets; a page without widgets within the budget of
+    bytes on the wire."""
     from conftest import PageWatch
 
-    w = PageWatch(browser, base)
-    sizes: list[tuple[int, str]] = []
-    w.page.on("requestfinished", lambda r: sizes.append((r.sizes()["responseBodySize"], r.url)))
-    w.goto(path)
-    w.page.wait_for_timeout(300)
-    errors = _errors(w)
-    w.close()
-    assert errors == [], f"{path}: {errors}"
-    return sum(s for s, _ in sizes), [u for _, u in sizes]
-
-
-def test_pages_without_widgets_stay_under_the_weight_budget_and_load_mathjax_only_with_maths(built_site, browser, site_server):
+    pages = _site_pages(built_site)
+    assert "book/self_attention.html" in pages
     rows = []
-    for path in _site_pages(built_site):
+    for path in pages:
+        w = PageWatch(browser, site_server)
+        sizes: list[tuple[int, str]] = []
+        w.page.on("requestfinished", lambda r, sizes=sizes: sizes.append((r.sizes()["responseBodySize"], r.url)))
+        try:
+            w.goto(path)
+            w.page.wait_for_timeout(300)
+        finally:
+            w.close()
+        assert _errors(w) == [], (path, w.errors)
+        assert w.offhost == [], f"{path}: requests to other hosts: {w.offhost}"
+        assert w.failed == [], f"{path}: failed requests: {w.failed}"
         html = (built_site / path).read_text()
         if 'http-equiv="Refresh"' in html or 'http-equiv="refresh"' in html:
             continue  # a redirect (index.html -> the intro): the target page is measured itself
-        total, urls = _transferred(browser, site_server, path)
+        total, urls = sum(s for s, _ in sizes), [u for _, u in sizes]
         has_widgets = "application/vnd.jupyter.widget-state+json" in html
         has_maths = 'class="math' in html
         rows.append(f"{path:42s} {total / 1e6:5.2f} MB  widgets={has_widgets!s:5} maths={has_maths}")

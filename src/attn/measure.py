@@ -23,6 +23,8 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 
+from attn import _checks
+
 __all__ = ["can_measure_memory", "compare", "flops", "operators", "peak_memory_growth", "seconds", "stopwatch"]
 
 #: The clocks :func:`seconds` and :func:`compare` read: wall time, or this process's processor time
@@ -43,7 +45,8 @@ def _timer():
     return Timer
 
 
-def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: float, clock: str):
+def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: float, clock: str,
+                 threads: int | None = None):
     if callable(stmt):
         stmt, names = "_fn()", {**names, "_fn": stmt}
     if not isinstance(stmt, str) or not stmt.strip():
@@ -52,36 +55,41 @@ def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: fl
         raise ValueError(f"min_run_time must be positive (or 0: one warm-up and one timed run), got {min_run_time!r}")
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
+    if threads is not None:
+        _checks.positive_int("threads", threads)
     import torch
 
-    timer = _timer()(stmt, globals=names, timer=CLOCKS[clock], num_threads=torch.get_num_threads())
+    # The Timer sets torch's thread count for the measurement and restores it afterwards.
+    timer = _timer()(stmt, globals=names, timer=CLOCKS[clock], num_threads=threads or torch.get_num_threads())
     # blocked_autorange's first run sizes the blocks and warms up; with a vanishing min_run_time one
     # timed run follows: what a call that takes seconds needs.
     return timer.blocked_autorange(min_run_time=min_run_time or 1e-9)
 
 
 def seconds(stmt: str | Callable[[], object], *, min_run_time: float = 0.2, clock: str = "wall",
-            **names) -> float:
+            threads: int | None = None, **names) -> float:
     """Median seconds of one run of ``stmt`` (Python source with ``names`` as its globals, or a
     function of no arguments).
 
     ``torch.utils.benchmark.Timer.blocked_autorange`` warms up, picks a number of runs per block
     and repeats blocks for at least ``min_run_time`` seconds (``0``: one warm-up run and one timed
-    run, for a call that takes seconds), on torch's current thread count. ``clock`` is ``"wall"``
-    or ``"process"`` (see ``CLOCKS``).
+    run, for a call that takes seconds), on ``threads`` threads (default: torch's current count).
+    ``clock`` is ``"wall"`` or ``"process"`` (see ``CLOCKS``); ``clock="process"`` with
+    ``threads=1`` is the time on an idle core, which other programs on the machine barely change.
 
     Example: ``seconds("f(x)", f=layer, x=x)``, or ``seconds(lambda: layer(x))``.
     """
-    return _measurement(stmt, names, min_run_time, clock).median
+    return _measurement(stmt, names, min_run_time, clock, threads).median
 
 
 def compare(calls: Mapping[str, str | Callable[[], object]], *, rounds: int = 3, min_run_time: float = 0.05,
-            clock: str = "wall", summary: Callable[[list[float]], float] = statistics.median,
-            **names) -> dict[str, float]:
+            clock: str = "wall", threads: int | None = None,
+            summary: Callable[[list[float]], float] = statistics.median, **names) -> dict[str, float]:
     """Seconds of each call, measured side by side: ``rounds`` rounds, each timing every call once
     with :func:`seconds` (the order reversed every other round, so that no call always runs first),
     and the ``summary`` (median) of each call's rounds. A change in the machine's load then hits
-    every call alike, and their ratios are what a chapter or a benchmark can report.
+    every call alike, and their ratios are what a chapter or a benchmark can report. ``clock`` and
+    ``threads`` as in :func:`seconds`.
 
     Example: ``compare({"cache": lambda: lm.generate(p, 64), "none": lambda: lm.generate(p, 64,
     use_cache=False)})`` gives ``{"cache": ..., "none": ...}``.
@@ -93,7 +101,7 @@ def compare(calls: Mapping[str, str | Callable[[], object]], *, rounds: int = 3,
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(rounds):
         for name in list(calls) if r % 2 == 0 else list(calls)[::-1]:
-            samples[name].append(_measurement(calls[name], names, min_run_time, clock).median)
+            samples[name].append(_measurement(calls[name], names, min_run_time, clock, threads).median)
     return {name: summary(s) for name, s in samples.items()}
 
 
