@@ -67,7 +67,7 @@ SHAPE_LEGEND: dict[str, str] = {
 #: views pull in matplotlib (viz, diagram) or anywidget and ipywidgets (widgets), and the debugging
 #: tools and exercises are needed by a few chapters only. A test keeps ``import attn`` under 0.2 s
 #: on top of ``import torch``.
-_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "measure", "viz", "widgets")
+_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "measure", "teaching", "viz", "widgets")
 
 
 def __getattr__(name: str):
@@ -98,6 +98,7 @@ __all__ = [
     "efficient",
     "models",
     "notebook",
+    "teaching",
     "train",
     "variants",
     "functional",
