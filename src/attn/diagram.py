@@ -130,3 +130,102 @@ def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] =
             "V vocabulary. Masks: True = may attend.", fontsize=7, va="center", color="#333333")
     ax.set_title("The encoder-decoder Transformer: shapes, the three attentions, masks and positions", fontsize=10)
     return fig
+
+
+# --- cross-attention and positional figures -------------------------------------------------------
+__all__ += ["encoder_decoder"]
+
+
+def _tokens(ax, x: float, y: float, tokens: list[str], *, width: float = _W) -> None:
+    """One small white box per token, side by side, centred at (x, y)."""
+    w = width / max(len(tokens), 1)
+    for i, tok in enumerate(tokens):
+        cx = x - width / 2 + w * (i + 0.5)
+        ax.add_patch(FancyBboxPatch((cx - w / 2 + 0.04, y - 0.2), w - 0.08, 0.4, boxstyle="round,pad=0.02",
+                                    facecolor=_INPUT, edgecolor="#333333", linewidth=0.8))
+        ax.text(cx, y, tok, ha="center", va="center", fontsize=7.5, family="monospace")
+
+
+def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
+                    target: tuple[str, ...] | list[str] = ("<s>", "le", "chat"), *,
+                    figsize: tuple[float, float] = (8.0, 6.4)) -> plt.Figure:
+    """Draw the wiring of an encoder-decoder: where cross-attention gets its queries, keys and values.
+
+    The source tokens run through the encoder stack into the memory ``M``; the decoder input runs
+    through masked self-attention, then cross-attention (queries from the decoder, keys and values
+    from ``M``), then the feed-forward network, to the logits. Each sublayer's residual connection
+    and LayerNorm is written in a note, not drawn.
+
+    Args:
+        source: the source tokens written under the encoder, ``S`` of them.
+        target: the decoder's input tokens (the target shifted right), ``L`` of them.
+        figsize: the figure size in inches.
+
+    Returns:
+        The matplotlib ``Figure`` (one axes, no ticks), shapes in the book's legend: ``(B, S, D)``
+        for the memory, ``(B, L, D)`` on the decoder side, ``(B, H, L, S)`` for the cross-attention
+        weights. The arrow that carries the memory into cross-attention has the gid
+        ``"memory-to-cross"``, the one that carries the decoder's queries ``"decoder-to-cross"``.
+    """
+    source, target = list(source), list(target)
+    if not source or not target:
+        raise ValueError(f"source and target need at least one token each, got {len(source)} and {len(target)}")
+    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+    ax.set_xlim(-0.4, 10.6)
+    ax.set_ylim(-0.3, 7.4)
+    ax.axis("off")
+    xe, xd = 2.4, 7.8  # encoder and decoder columns
+    cross_colour = ATTENTION_COLOURS["cross-attention"]
+
+    # encoder: tokens -> embedding -> stack -> memory
+    _tokens(ax, xe, 0.2, source)
+    ax.text(xe, -0.2, f"source tokens  (B, S),  S = {len(source)}", ha="center", va="top", fontsize=7)
+    _box(ax, xe, 1.1, "embedding + positions  (B, S, D)")
+    _box(ax, xe, 2.6, "encoder stack × N\nself-attention over the source,\nfeed-forward",
+         ATTENTION_COLOURS["encoder self-attention"], h=1.0)
+    _box(ax, xe, 4.3, "memory M  (B, S, D)", "#cfd8e3", bold=True)
+    _arrow(ax, (xe, 0.42), (xe, 1.1 - _H / 2))
+    _arrow(ax, (xe, 1.1 + _H / 2), (xe, 2.1))
+    _arrow(ax, (xe, 3.1), (xe, 4.3 - _H / 2))
+    _note(ax, xe, 4.85, "computed once per source;\nevery decoder layer reads the same M", ha="center")
+
+    # decoder: tokens -> embedding -> masked self-attention -> cross-attention -> FFN -> logits
+    _tokens(ax, xd, 0.2, target)
+    ax.text(xd, -0.2, f"decoder input, target shifted right  (B, L),  L = {len(target)}", ha="center",
+            va="top", fontsize=7)
+    steps = [(1.1, "embedding + positions  (B, L, D)", _PLAIN, _H),
+             (2.05, "masked self-attention\nQ, K, V from the decoder  (B, L, D)",
+              ATTENTION_COLOURS["masked self-attention"], 0.62),
+             (3.35, "cross-attention\nQ from the decoder, K, V from M\nweights (B, H, L, S)", cross_colour, 0.84),
+             (4.6, "feed-forward  D → 4D → D  (B, L, D)", _PLAIN, _H),
+             (6.0, "linear: logits  (B, L, V)", _INPUT, _H)]
+    prev_top = 0.42
+    for i, (y, label, colour, h) in enumerate(steps):
+        _box(ax, xd, y, label, colour, h=h, bold=i == len(steps) - 1)
+        if i == 2:  # the decoder's states enter cross-attention as its queries
+            ax.add_patch(FancyArrowPatch((xd, prev_top), (xd, y - h / 2), arrowstyle="-|>", mutation_scale=9,
+                                         color="#333333", linewidth=1.0, gid="decoder-to-cross"))
+            _note(ax, xd + 0.12, (prev_top + y - h / 2) / 2, "Q")
+        else:
+            _arrow(ax, (xd, prev_top), (xd, y - h / 2))
+        prev_top = y + h / 2
+    ax.add_patch(FancyBboxPatch((xd - _W / 2 - 0.2, 1.6), _W + 0.4, 3.4, boxstyle="round,pad=0.02",
+                                facecolor="none", edgecolor="#555555", linestyle="--", linewidth=1.0))
+    ax.text(xd, 5.25, "decoder layer × N", ha="center", va="center", fontsize=8, fontweight="bold")
+    _note(ax, xd + _W / 2 + 0.25, 2.05, "causal mask\n(L, L)", colour="#9c4a00")
+    _note(ax, xd + _W / 2 + 0.25, 3.35, "source padding\nmask (B, S)", colour="#9c4a00")
+
+    # the memory feeds every decoder layer's cross-attention: keys and values
+    ax.add_patch(FancyArrowPatch((xe + _W / 2, 4.3), (xd - _W / 2, 3.35), arrowstyle="-|>", mutation_scale=11,
+                                 color="#4f772d", linewidth=1.6, connectionstyle="arc3,rad=-0.15",
+                                 gid="memory-to-cross"))
+    _note(ax, (xe + xd) / 2 - 0.2, 4.6, "K = M W_K,  V = M W_V", ha="center", colour="#4f772d")
+
+    ax.text(-0.3, 7.1, "Each sublayer (attention or feed-forward) is wrapped as LayerNorm(x + sublayer(x)):\n"
+            "a residual connection adds its input back, a LayerNorm rescales each position.",
+            fontsize=7, va="center", color="#333333")
+    ax.text(-0.3, 6.45, "B batch, H heads, L target length,\nS source length, D width, V vocabulary.",
+            fontsize=7, va="center", color="#333333")
+    ax.set_title("Encoder-decoder wiring: cross-attention takes Q from the decoder, K and V from the memory",
+                 fontsize=9.5)
+    return fig
