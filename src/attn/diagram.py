@@ -211,15 +211,15 @@ def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
         prev_top = y + h / 2
     ax.add_patch(FancyBboxPatch((xd - _W / 2 - 0.2, 1.6), _W + 0.4, 3.4, boxstyle="round,pad=0.02",
                                 facecolor="none", edgecolor="#555555", linestyle="--", linewidth=1.0))
-    ax.text(xd, 5.25, "decoder layer × N", ha="center", va="center", fontsize=8, fontweight="bold")
-    _note(ax, xd + _W / 2 + 0.25, 2.05, "causal mask\n(L, L)", colour="#9c4a00")
-    _note(ax, xd + _W / 2 + 0.25, 3.35, "source padding\nmask (B, S)", colour="#9c4a00")
+    ax.text(xd + _W / 2 + 0.35, 4.6, "decoder layer\n× N", ha="left", va="center", fontsize=8, fontweight="bold")
+    _note(ax, xd + _W / 2 + 0.35, 2.05, "causal mask\n(L, L)", colour="#9c4a00")
+    _note(ax, xd + _W / 2 + 0.35, 3.35, "source padding\nmask (B, S)", colour="#9c4a00")
 
     # the memory feeds every decoder layer's cross-attention: keys and values
     ax.add_patch(FancyArrowPatch((xe + _W / 2, 4.3), (xd - _W / 2, 3.35), arrowstyle="-|>", mutation_scale=11,
                                  color="#4f772d", linewidth=1.6, connectionstyle="arc3,rad=-0.15",
                                  gid="memory-to-cross"))
-    _note(ax, (xe + xd) / 2 - 0.2, 4.6, "K = M W_K,  V = M W_V", ha="center", colour="#4f772d")
+    _note(ax, (xe + xd) / 2 + 0.1, 4.72, "K = M W_K\nV = M W_V", ha="center", colour="#4f772d")
 
     ax.text(-0.3, 7.1, "Each sublayer (attention or feed-forward) is wrapped as LayerNorm(x + sublayer(x)):\n"
             "a residual connection adds its input back, a LayerNorm rescales each position.",
