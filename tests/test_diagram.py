@@ -46,3 +46,50 @@ def test_diagram_shows_masks_positions_and_the_memory_feeding_cross_attention():
     assert "memory" in texts and "K, V" in texts
     assert texts.count("× 6") == 2  # the repeat count reaches both stacks
     plt.close(fig)
+
+
+# --- self-attention figures --------------------------------------------------------------------
+import pytest  # noqa: E402
+
+from attn.diagram import qkv_flow, soft_lookup  # noqa: E402
+
+
+def test_soft_lookup_shows_hard_weight_one_on_the_best_key_and_the_soft_mix_of_all_values():
+    fig = soft_lookup(["apple", "pear", "lemon"], [3, 4, 1], [0.7, 0.2, 0.1])
+    hard, soft = ("\n".join(t.get_text() for t in ax.texts) for ax in fig.axes)
+    assert "hard lookup" in fig.axes[0].get_title() and "attention" in fig.axes[1].get_title()
+    assert hard.count("w = 1.00") == 1 and hard.count("w = 0.00") == 2
+    assert "returns the value of apple: 3" in hard
+    assert all(f"w = {w}" in soft for w in ("0.70", "0.20", "0.10"))
+    assert "= 3.00" in soft  # 0.7 * 3 + 0.2 * 4 + 0.1 * 1
+    assert all(k in soft and k in hard for k in ("apple", "pear", "lemon"))
+    plt.close(fig)
+
+
+def test_soft_lookup_rejects_weights_that_are_not_a_distribution():
+    with pytest.raises(ValueError, match="sum to 1"):
+        soft_lookup(["a", "b"], [1, 2], [0.5, 0.6])
+    with pytest.raises(ValueError, match="same length"):
+        soft_lookup(["a", "b"], [1, 2], [1.0])
+
+
+def test_qkv_flow_labels_every_step_with_its_shape_in_the_books_letters():
+    tokens = ["the", "cat", "sat"]
+    fig = qkv_flow(tokens, query=1, weights=[0.106, 0.106, 0.787])
+    texts = "\n".join(_texts(fig))
+    for step in ("q = x W_Q", "k = x W_K", "v = x W_V", "q·k / √E", "softmax", "z = Σ a · v"):
+        assert step in texts, step
+    assert texts.count("k = x W_K") == 3 and texts.count("v = x W_V") == 3  # one key and value per token
+    assert "a = 0.787" in texts and texts.count("a = 0.106") == 2
+    assert "the output of 'cat'" in texts and "x (cat)" in texts
+    shapes = set(re.findall(r"\(([A-Z0-9, ]+)\)", texts))
+    assert {"1, D", "1, E", "1, S", "D, E"} <= shapes
+    assert {x.strip() for s in shapes for x in s.split(",")} <= set(attn.SHAPE_LEGEND) | {"1"}
+    plt.close(fig)
+
+
+def test_qkv_flow_names_the_bad_argument():
+    with pytest.raises(ValueError, match="query"):
+        qkv_flow(["a", "b"], query=2)
+    with pytest.raises(ValueError, match="weights"):
+        qkv_flow(["a", "b"], weights=[1.0])
