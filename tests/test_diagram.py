@@ -55,14 +55,14 @@ from attn.diagram import qkv_flow, soft_lookup  # noqa: E402
 
 
 def test_soft_lookup_shows_hard_weight_one_on_the_best_key_and_the_soft_mix_of_all_values():
-    fig = soft_lookup(["apple", "pear", "lemon"], [3, 4, 1], [0.7, 0.2, 0.1])
+    fig = soft_lookup(["apple", "pear", "lemon"], [3, 4, 1], [0.7, 0.2, 0.1], query="apple?")
     hard, soft = ("\n".join(t.get_text() for t in ax.texts) for ax in fig.axes)
     assert "hard lookup" in fig.axes[0].get_title() and "attention" in fig.axes[1].get_title()
     assert hard.count("w = 1.00") == 1 and hard.count("w = 0.00") == 2
     assert "returns the value of apple: 3" in hard
     assert all(f"w = {w}" in soft for w in ("0.70", "0.20", "0.10"))
     assert "= 3.00" in soft  # 0.7 * 3 + 0.2 * 4 + 0.1 * 1
-    assert all(k in soft and k in hard for k in ("apple", "pear", "lemon"))
+    assert all(k in soft and k in hard for k in ("apple", "pear", "lemon", "apple?"))
     plt.close(fig)
 
 

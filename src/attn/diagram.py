@@ -145,7 +145,7 @@ def _small_box(ax, x: float, y: float, text: str, colour: str = _PLAIN, *, w: fl
     ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, fontweight="bold" if bold else "normal")
 
 
-def soft_lookup(keys, values, weights, *, figsize: tuple[float, float] = (9.0, 3.4)):
+def soft_lookup(keys, values, weights, *, query: str = "query", figsize: tuple[float, float] = (9.0, 3.4)):
     """A dictionary lookup, hard and soft: the motivation for attention.
 
     Left, a hard lookup: the query matches one key and gets that key's value, weight 1, the others 0.
@@ -157,6 +157,7 @@ def soft_lookup(keys, values, weights, *, figsize: tuple[float, float] = (9.0, 3
         values: the value of each key, numbers (``S``).
         weights: the soft weights of the keys for the query (``S`` numbers, non-negative, summing to
             one); the hard lookup picks the key with the largest.
+        query: the label of the query box.
 
     Returns:
         The matplotlib ``Figure``: two axes, "hard lookup" and "soft lookup (attention)", each with
@@ -178,20 +179,20 @@ def soft_lookup(keys, values, weights, *, figsize: tuple[float, float] = (9.0, 3
         ax.set_ylim(-1.6, n + 0.2)
         ax.axis("off")
         ax.set_title(title, fontsize=9.5)
-        _small_box(ax, 1.2, (n - 1) / 2, "query", "#cfe1f2", bold=True, w=1.6)
+        _small_box(ax, 1.2, (n - 1) / 2, str(query), "#cfe1f2", bold=True, w=1.6)
         ax.text(5.0, n - 0.35, "key", ha="center", fontsize=7.5, color="#555555")
-        ax.text(7.6, n - 0.35, "value", ha="center", fontsize=7.5, color="#555555")
+        ax.text(8.3, n - 0.35, "value", ha="center", fontsize=7.5, color="#555555")
         for j, (k, v, wj) in enumerate(zip(keys, values, w, strict=True)):
             y = n - 1 - j
             on = wj > 0
             _small_box(ax, 5.0, y, str(k), ATTENTION_COLOURS["encoder self-attention"] if on else _PLAIN,
                        w=1.6)
-            _small_box(ax, 7.6, y, f"{v:g}", _PLAIN, w=1.2)
-            ax.plot([5.8, 7.0], [y, y], color="#999999", lw=0.8, ls=":")
+            _small_box(ax, 8.3, y, f"{v:g}", _PLAIN, w=1.2)
+            ax.plot([5.8, 7.7], [y, y], color="#999999", lw=0.8, ls=":")
             _arrow(ax, (2.0, (n - 1) / 2), (4.2, y), colour="#1f4e79" if on else "#bbbbbb",
                    style="-|>" if on else "-")
             ax.patches[-1].set_linewidth(0.6 + 4.0 * wj)
-            ax.text(3.1, y + 0.05 + 0.25 * ((n - 1) / 2 - y) / max(n - 1, 1), f"w = {wj:.2f}", fontsize=7,
+            ax.text(6.75, y + 0.08, f"w = {wj:.2f}", fontsize=7,
                     ha="center", va="bottom", color="#1f4e79" if on else "#999999")
         if w is hard:
             answer = f"returns the value of {keys[best]}: {values[best]:g}"
