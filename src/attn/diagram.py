@@ -275,4 +275,119 @@ def qkv_flow(tokens, query: int = 0, *, weights=None, figsize: tuple[float, floa
                 fontweight="bold")
     ax.set_title(f"Self-attention for one query token ('{tokens[query]}'): D model width, E = d_k, "
                  "S tokens", fontsize=10)
+# --- efficient figures -------------------------------------------------------------------------------
+import math  # noqa: E402 (with the figures that need it: one block per chapter)
+
+__all__ += ["tiled_pass"]
+
+
+def _online_softmax_steps(scores, values, block_size):
+    """The running max ``m``, sum ``ell`` and unnormalised output ``a`` after each block of keys, the
+    block's own sums under the new max, and the factor ``exp(m_old - m)`` that rescaled what was
+    carried in (plain floats, one query)."""
+    steps, m, ell, a = [], -math.inf, 0.0, 0.0
+    for start in range(0, len(scores), block_size):
+        s, v = scores[start:start + block_size], values[start:start + block_size]
+        m_new = max(m, *s)
+        rescale = math.exp(m - m_new)  # 0 before the first block (m = -inf)
+        block_ell = sum(math.exp(x - m_new) for x in s)
+        block_a = sum(math.exp(x - m_new) * y for x, y in zip(s, v, strict=True))
+        steps.append({"start": start, "m_old": m, "m": m_new, "rescale": rescale, "ell_old": ell, "a_old": a,
+                      "block_ell": block_ell, "block_a": block_a,
+                      "ell": rescale * ell + block_ell, "a": rescale * a + block_a})
+        m, ell, a = m_new, rescale * ell + block_ell, rescale * a + block_a
+    return steps
+
+
+def tiled_pass(scores=(1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), values=(2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0), *,
+               block_size: int = 2, figsize: tuple[float, float] = (10.5, 4.8)):
+    """Draw one query's pass over its keys in blocks, as tiled ("flash") attention makes it.
+
+    Key blocks are processed left to right. Under each block the running maximum ``m``, the running
+    sum ``ℓ = Σ exp(s - m)`` and the unnormalised output ``a = Σ exp(s - m) v`` are written after
+    the block, with the factor ``exp(m_old - m)`` that rescales what earlier blocks summed whenever
+    the maximum rises. The last box divides, ``a / ℓ``, and sets it beside the softmax over all keys
+    at once: the two are equal.
+
+    Args:
+        scores: the query's scores ``q · k_j / sqrt(d_k)``, one per key (a few; they are printed).
+        values: one number per key (a one-dimensional value, so that the output is one number).
+        block_size: keys per block.
+        figsize: the figure size in inches.
+
+    Returns:
+        The matplotlib ``Figure`` (one axes, no ticks).
+
+    Raises:
+        ValueError: if ``scores`` and ``values`` differ in length, are empty, or ``block_size`` is
+            not a positive integer.
+    """
+    scores, values = [float(x) for x in scores], [float(x) for x in values]
+    if not scores or len(scores) != len(values):
+        raise ValueError(f"scores and values need the same, non-zero length; got {len(scores)} scores and "
+                         f"{len(values)} values")
+    if not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    steps = _online_softmax_steps(scores, values, block_size)
+    n, cell = len(scores), 1.0
+    gap = 0.35  # between blocks
+    x_of = [j * cell + (j // block_size) * gap for j in range(n)]  # left edge of key j
+    width = x_of[-1] + cell
+    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+    ax.set_xlim(-0.3, width + 3.4)
+    ax.set_ylim(-0.2, 5.2)
+    ax.axis("off")
+    block_colours = ("#e9eef5", "#fdebd3")
+
+    # --- the keys, in blocks --------------------------------------------------------------------
+    for j, (s, v) in enumerate(zip(scores, values, strict=True)):
+        colour = block_colours[(j // block_size) % 2]
+        ax.add_patch(FancyBboxPatch((x_of[j] + 0.05, 3.55), cell - 0.1, 0.9, boxstyle="round,pad=0.02",
+                                    facecolor=colour, edgecolor="#333333", linewidth=0.8))
+        ax.text(x_of[j] + cell / 2, 4.0, f"key {j + 1}\ns = {s:g}\nv = {v:g}", ha="center", va="center", fontsize=7)
+    ax.text(0, 4.85, "key blocks, processed left to right  →", fontsize=8.5, fontweight="bold", va="center")
+
+    # --- the running state under each block ----------------------------------------------------
+    for b, st in enumerate(steps):
+        first, last = st["start"], min(st["start"] + block_size, n) - 1
+        left, right = x_of[first], x_of[last] + cell
+        mid = (left + right) / 2
+        ax.text(mid, 3.35, f"block {b + 1}", ha="center", va="center", fontsize=7.5, fontweight="bold")
+        rose = b > 0 and st["m"] > st["m_old"]
+        r = f"{st['rescale']:.2f} × "
+        lines = [f"m = {st['m']:.2f}",
+                 f"ℓ = {r if b else ''}{st['ell_old']:.2f} + {st['block_ell']:.2f}\n   = {st['ell']:.2f}",
+                 f"a = {r if b else ''}{st['a_old']:.2f} + {st['block_a']:.2f}\n   = {st['a']:.2f}"]
+        if b == 0:
+            lines.append("(first block: nothing carried)")
+        elif rose:
+            lines.append(f"max rose: carried ℓ, a\n× e^(m_old − m) = {st['rescale']:.2f}")
+        else:
+            lines.append("max kept: × e^0 = 1")
+        ax.add_patch(FancyBboxPatch((left + 0.05, 0.55), right - left - 0.1, 2.35, boxstyle="round,pad=0.02",
+                                    facecolor="#fff4e6" if rose else "#ffffff",
+                                    edgecolor="#e76f51" if rose else "#333333", linewidth=1.2 if rose else 0.8))
+        ax.text(mid, 1.72, "\n".join(lines), ha="center", va="center", fontsize=7.5,
+                color="#9c2f14" if rose else "#222222")
+        _arrow(ax, (mid, 3.5), (mid, 2.95))
+        if b + 1 < len(steps):  # carry m, ℓ, a to the next block
+            nxt = x_of[steps[b + 1]["start"]]
+            _arrow(ax, (right - 0.05, 1.2), (nxt + 0.05, 1.2), colour="#555555")
+    ax.text(0, 0.25, "carried from block to block: m (running max), ℓ = Σ e^(s − m) (running sum), "
+            "a = Σ e^(s − m) v (output, not yet divided); each line: carried × rescale + this block",
+            fontsize=7.5, style="italic", color="#444444")
+
+    # --- the result -----------------------------------------------------------------------------
+    out = steps[-1]["a"] / steps[-1]["ell"]
+    top = max(scores)
+    z = sum(math.exp(s - top) for s in scores)
+    direct = sum(math.exp(s - top) * v for s, v in zip(scores, values, strict=True)) / z
+    x0 = width + 0.3
+    ax.add_patch(FancyBboxPatch((x0, 0.85), 2.9, 1.8, boxstyle="round,pad=0.02", facecolor="#d8e2dc",
+                                edgecolor="#333333", linewidth=1.0))
+    ax.text(x0 + 1.45, 1.75, f"output = a / ℓ = {out:.3f}\n\nsoftmax(s) · v over\nall keys at once = {direct:.3f}",
+            ha="center", va="center", fontsize=7.5, fontweight="bold")
+    _arrow(ax, (x_of[-1] + cell - 0.05, 1.2), (x0, 1.2), colour="#555555")
+    ax.set_title("Tiled attention for one query: a running max m and sum ℓ, earlier sums rescaled when m rises",
+                 fontsize=10)
     return fig
