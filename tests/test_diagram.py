@@ -48,6 +48,96 @@ def test_diagram_shows_masks_positions_and_the_memory_feeding_cross_attention():
     plt.close(fig)
 
 
+# --- self-attention figures --------------------------------------------------------------------
+import pytest  # noqa: E402
+
+from attn.diagram import qkv_flow, soft_lookup  # noqa: E402
+
+
+def test_soft_lookup_shows_hard_weight_one_on_the_best_key_and_the_soft_mix_of_all_values():
+    fig = soft_lookup(["apple", "pear", "lemon"], [3, 4, 1], [0.7, 0.2, 0.1], query="apple?")
+    hard, soft = ("\n".join(t.get_text() for t in ax.texts) for ax in fig.axes)
+    assert "hard lookup" in fig.axes[0].get_title() and "attention" in fig.axes[1].get_title()
+    assert hard.count("w = 1.00") == 1 and hard.count("w = 0.00") == 2
+    assert "returns the value of apple: 3" in hard
+    assert all(f"w = {w}" in soft for w in ("0.70", "0.20", "0.10"))
+    assert "= 3.00" in soft  # 0.7 * 3 + 0.2 * 4 + 0.1 * 1
+    assert all(k in soft and k in hard for k in ("apple", "pear", "lemon", "apple?"))
+    plt.close(fig)
+
+
+def test_soft_lookup_rejects_weights_that_are_not_a_distribution():
+    with pytest.raises(ValueError, match="sum to 1"):
+        soft_lookup(["a", "b"], [1, 2], [0.5, 0.6])
+    with pytest.raises(ValueError, match="same length"):
+        soft_lookup(["a", "b"], [1, 2], [1.0])
+
+
+def test_qkv_flow_labels_every_step_with_its_shape_in_the_books_letters():
+    tokens = ["the", "cat", "sat"]
+    fig = qkv_flow(tokens, query=1, weights=[0.106, 0.106, 0.787])
+    texts = "\n".join(_texts(fig))
+    for step in ("q = x W_Q", "k = x W_K", "v = x W_V", "q·k / √E", "softmax", "z = Σ a · v"):
+        assert step in texts, step
+    assert texts.count("k = x W_K") == 3 and texts.count("v = x W_V") == 3  # one key and value per token
+    assert "a = 0.787" in texts and texts.count("a = 0.106") == 2
+    assert "the output of 'cat'" in texts and "x (cat)" in texts
+    shapes = set(re.findall(r"\(([A-Z0-9, ]+)\)", texts))
+    assert {"1, D", "1, E", "1, S", "D, E"} <= shapes
+    assert {x.strip() for s in shapes for x in s.split(",")} <= set(attn.SHAPE_LEGEND) | {"1"}
+    plt.close(fig)
+
+
+def test_qkv_flow_names_the_bad_argument():
+    with pytest.raises(ValueError, match="query"):
+        qkv_flow(["a", "b"], query=2)
+    with pytest.raises(ValueError, match="weights"):
+        qkv_flow(["a", "b"], weights=[1.0])
+# --- efficient figures -------------------------------------------------------------------------------
+import math  # noqa: E402
+
+import torch  # noqa: E402
+
+from attn.diagram import tiled_pass  # noqa: E402
+
+_SCORES, _VALUES = (1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), (2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0)
+
+
+def test_tiled_pass_labels_every_block_and_ends_at_the_softmax_over_all_keys():
+    fig = tiled_pass(_SCORES, _VALUES, block_size=2)
+    texts = "\n".join(_texts(fig))
+    assert [f"block {b}" in texts for b in range(1, 6)] == [True] * 4 + [False]
+    assert all(f"key {j}" in texts for j in range(1, 9))
+    # the oracle: torch's softmax over all eight keys at once
+    exact = float(torch.softmax(torch.tensor(_SCORES), 0) @ torch.tensor(_VALUES))
+    assert texts.count(f"{exact:.3f}") == 2  # a / ℓ after the last block, and the direct softmax
+    assert "m = 5.00" in texts and "ℓ" in texts and "a / ℓ" in texts
+    plt.close(fig)
+
+
+def test_tiled_pass_shows_the_rescale_only_where_the_running_max_rises():
+    fig = tiled_pass(_SCORES, _VALUES, block_size=2)
+    texts = _texts(fig)
+    rose = [t for t in texts if "max rose" in t]
+    assert len(rose) == 1 and f"{math.exp(3 - 5):.2f}" in rose[0]  # block 3: max 3 -> 5
+    assert "m = 5.00" in rose[0] and sum("max kept" in t for t in texts) == 2
+    # the running sum after block 2 is the softmax normaliser of keys 1-4 under their max
+    ell2 = sum(math.exp(s - 3) for s in _SCORES[:4])
+    assert any(f"= {ell2:.2f}" in t and "m = 3.00" in t for t in texts)
+    plt.close(fig)
+
+
+def test_tiled_pass_takes_any_block_size_and_refuses_bad_input_by_name():
+    fig = tiled_pass(_SCORES, _VALUES, block_size=3)  # blocks of 3, 3, 2
+    texts = "\n".join(_texts(fig))
+    assert "block 3" in texts and "block 4" not in texts
+    plt.close(fig)
+    with pytest.raises(ValueError, match=r"8 scores and 7 values"):
+        tiled_pass(_SCORES, _VALUES[:7])
+    with pytest.raises(ValueError, match=r"block_size must be a positive integer, got 0"):
+        tiled_pass(_SCORES, _VALUES, block_size=0)
+
+
 # --- cross-attention and positional figures -------------------------------------------------------
 from attn.diagram import encoder_decoder  # noqa: E402
 

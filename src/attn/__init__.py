@@ -65,9 +65,10 @@ SHAPE_LEGEND: dict[str, str] = {
 
 #: Modules loaded on first use (``attn.viz``, ``from attn import viz``), not by ``import attn``: the
 #: views pull in matplotlib (viz, diagram) or anywidget and ipywidgets (widgets), and the debugging
-#: tools and exercises are needed by a few chapters only. A test keeps ``import attn`` under 0.2 s
+#: tools, exercises and the source
+#: document's listing are needed by a few chapters only. A test keeps ``import attn`` under 0.2 s
 #: on top of ``import torch``.
-_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "measure", "teaching", "viz", "widgets")
+_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "measure", "source_listing", "teaching", "viz", "widgets")
 
 
 def __getattr__(name: str):
@@ -107,6 +108,7 @@ __all__ = [
     "positional",
     "record_attention",
     "scaled_dot_product_attention",
+    "source_listing",
     "viz",
     "widgets",
 ]

@@ -132,6 +132,270 @@ def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] =
     return fig
 
 
+# --- self-attention figures --------------------------------------------------------------------
+# The soft-lookup motivation and the Q/K/V flow of one token, drawn for the self-attention chapter.
+
+__all__ += ["qkv_flow", "soft_lookup"]  # noqa: PLE0605
+
+
+def _small_box(ax, x: float, y: float, text: str, colour: str = _PLAIN, *, w: float = 1.5, h: float = 0.5,
+               bold: bool = False, edge: str = "#333333", fontsize: float = 7.5):
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.06",
+                                facecolor=colour, edgecolor=edge, linewidth=1.6 if bold else 1.0))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, fontweight="bold" if bold else "normal")
+
+
+def soft_lookup(keys, values, weights, *, query: str = "query", figsize: tuple[float, float] = (9.0, 3.4)):
+    """A dictionary lookup, hard and soft: the motivation for attention.
+
+    Left, a hard lookup: the query matches one key and gets that key's value, weight 1, the others 0.
+    Right, the soft lookup attention does: every key gets a weight (the softmax of how well it
+    matches the query), and the answer is the weighted mix of all the values.
+
+    Args:
+        keys: the dictionary's keys, as labels (``S`` of them).
+        values: the value of each key, numbers (``S``).
+        weights: the soft weights of the keys for the query (``S`` numbers, non-negative, summing to
+            one); the hard lookup picks the key with the largest.
+        query: the label of the query box.
+
+    Returns:
+        The matplotlib ``Figure``: two axes, "hard lookup" and "soft lookup (attention)", each with
+        the query, every key and value with its weight, and the returned value.
+    """
+    keys, values, weights = list(keys), [float(v) for v in values], [float(w) for w in weights]
+    if not (len(keys) == len(values) == len(weights)) or not keys:
+        raise ValueError(f"keys, values and weights need the same length >= 1, got {len(keys)}, {len(values)} "
+                         f"and {len(weights)}")
+    if min(weights) < 0 or abs(sum(weights) - 1) > 1e-3:
+        raise ValueError(f"weights must be non-negative and sum to 1, got {weights}")
+    best = max(range(len(keys)), key=weights.__getitem__)
+    hard = [1.0 if j == best else 0.0 for j in range(len(keys))]
+    fig, axes = plt.subplots(1, 2, figsize=figsize, constrained_layout=True)
+    n = len(keys)
+    for ax, w, title in zip(axes, [hard, weights], ["hard lookup (a Python dict)", "soft lookup (attention)"],
+                            strict=True):
+        ax.set_xlim(0, 10)
+        ax.set_ylim(-1.6, n + 0.2)
+        ax.axis("off")
+        ax.set_title(title, fontsize=9.5)
+        _small_box(ax, 1.2, (n - 1) / 2, str(query), "#cfe1f2", bold=True, w=1.6)
+        ax.text(5.0, n - 0.35, "key", ha="center", fontsize=7.5, color="#555555")
+        ax.text(8.3, n - 0.35, "value", ha="center", fontsize=7.5, color="#555555")
+        for j, (k, v, wj) in enumerate(zip(keys, values, w, strict=True)):
+            y = n - 1 - j
+            on = wj > 0
+            _small_box(ax, 5.0, y, str(k), ATTENTION_COLOURS["encoder self-attention"] if on else _PLAIN,
+                       w=1.6)
+            _small_box(ax, 8.3, y, f"{v:g}", _PLAIN, w=1.2)
+            ax.plot([5.8, 7.7], [y, y], color="#999999", lw=0.8, ls=":")
+            _arrow(ax, (2.0, (n - 1) / 2), (4.2, y), colour="#1f4e79" if on else "#bbbbbb",
+                   style="-|>" if on else "-")
+            ax.patches[-1].set_linewidth(0.6 + 4.0 * wj)
+            ax.text(6.75, y + 0.08, f"w = {wj:.2f}", fontsize=7,
+                    ha="center", va="bottom", color="#1f4e79" if on else "#999999")
+        if w is hard:
+            answer = f"returns the value of {keys[best]}: {values[best]:g}"
+        else:
+            terms = " + ".join(f"{wj:.2f}·{v:g}" for wj, v in zip(w, values, strict=True))
+            answer = f"returns Σ w·value = {terms}\n= {sum(wj * v for wj, v in zip(w, values, strict=True)):.2f}"
+        ax.text(5.0, -1.0, answer, ha="center", va="center", fontsize=7.5, fontweight="bold")
+    return fig
+
+
+def qkv_flow(tokens, query: int = 0, *, weights=None, figsize: tuple[float, float] = (10.0, 5.6)):
+    """Self-attention for one query token, step by step, with the shape of every tensor.
+
+    Every token's embedding ``x_j`` ``(1, D)`` is multiplied by ``W_K`` and ``W_V`` ``(D, E)`` into a key
+    ``k_j`` and a value ``v_j`` ``(1, E)``; the query token's is also multiplied by ``W_Q`` into ``q``.
+    ``q`` is compared with every key (``q·k_j / √E``: the scores, ``(1, S)``), a softmax turns the scores
+    into weights ``a_j`` ``(1, S)``, and the output is ``z = Σ_j a_j v_j`` ``(1, E)``.
+
+    Args:
+        tokens: the ``S`` token labels (at most 6 fit).
+        query: index of the token whose output is drawn.
+        weights: optional ``S`` attention weights of the query, written into the weight boxes.
+
+    Returns:
+        The matplotlib ``Figure`` (one axes, no ticks).
+    """
+    tokens = [str(t) for t in tokens]
+    S = len(tokens)
+    if not 1 <= S <= 6:
+        raise ValueError(f"tokens: need 1 to 6 labels to fit the figure, got {S}")
+    if not 0 <= query < S:
+        raise ValueError(f"query must index tokens (0 to {S - 1}), got {query}")
+    if weights is not None and len(weights) != S:
+        raise ValueError(f"weights needs one number per token ({S}), got {len(weights)}")
+    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+    step = 2.9
+    xs = [3.4 + step * j for j in range(S)]
+    ax.set_xlim(-1.5, xs[-1] + 1.7)
+    ax.set_ylim(-0.9, 7.4)
+    ax.axis("off")
+    key_c, val_c, q_c = "#f4a259", "#8ab17d", "#cfe1f2"
+    yx, ykv, ys, ya, yp, yz = 6.2, 4.9, 3.4, 1.9, 0.8, -0.4
+
+    for y, text in [(yx, "embeddings"), (ykv, "keys, values"), (ys, "scores  (1, S)"),
+                    (ya, "weights  (1, S)"), (yp, "weighted values"), (yz, "output")]:
+        ax.text(-1.45, y, text, fontsize=7.5, va="center", color="#555555", style="italic")
+    # the query: x_query -> W_Q -> q (an arc above the embeddings), then a bus along the scores' row
+    xq, bus_y = 1.2, 4.1
+    _small_box(ax, xq, yx, "q = x W_Q\n(1, E)", q_c, bold=True, w=1.4, h=0.7)
+    _arrow(ax, (xs[query], yx + 0.25), (xq, yx + 0.35), colour="#1f4e79", rad=0.25 if query else 0.6)
+    ax.text((xq + xs[query]) / 2, yx + 0.75 + 0.1 * query, "× W_Q  (D, E)", fontsize=7, color="#1f4e79",
+            ha="center")
+    ax.plot([xq, xq, xs[-1] - 0.7], [yx - 0.35, bus_y, bus_y], color="#1f4e79", lw=1.2)
+    ax.text(xq + 0.1, bus_y + 0.15, "q to every key", fontsize=7, color="#1f4e79")
+    for j, (x, tok) in enumerate(zip(xs, tokens, strict=True)):
+        xk, xv = x - 0.7, x + 0.7
+        _small_box(ax, x, yx, f"x ({tok})  (1, D)", "#ffffff", bold=j == query, w=2.3,
+                   edge="#1f4e79" if j == query else "#333333")
+        _small_box(ax, xk, ykv, "k = x W_K\n(1, E)", key_c, w=1.3, h=0.7)
+        _small_box(ax, xv, ykv, "v = x W_V\n(1, E)", val_c, w=1.3, h=0.7)
+        _arrow(ax, (x - 0.3, yx - 0.25), (xk, ykv + 0.35))
+        _arrow(ax, (x + 0.3, yx - 0.25), (xv, ykv + 0.35))
+        _small_box(ax, xk, ys, "q·k / √E", "#fde2c8", w=1.3)
+        _arrow(ax, (xk, ykv - 0.35), (xk, ys + 0.25))
+        _arrow(ax, (xk - 0.5, bus_y), (xk - 0.35, ys + 0.25), colour="#1f4e79")
+        label = "a" if weights is None else f"a = {float(weights[j]):.3f}"
+        _small_box(ax, xk, ya, label, "#fbd3c0", w=1.3)
+        _arrow(ax, (xk, ys - 0.25), (xk, ya + 0.25))
+        _small_box(ax, x, yp, "a · v  (1, E)", _PLAIN, w=1.5)
+        _arrow(ax, (xk, ya - 0.25), (x - 0.3, yp + 0.25))
+        _arrow(ax, (xv, ykv - 0.35), (x + 0.3, yp + 0.25), colour="#4f772d")
+        _arrow(ax, (x, yp - 0.25), (x, yz + 0.22))
+    # the softmax couples the scores of one row; the sum collects the weighted values
+    for y, colour, text, fc in [((ys + ya) / 2, "#e76f51", "softmax over the S scores: weights ≥ 0, summing to 1",
+                                 "white"),
+                                (yz, q_c, f"z = Σ a · v, the output of '{tokens[query]}'  (1, E)", "black")]:
+        ax.add_patch(FancyBboxPatch((xs[0] - 1.45, y - 0.2), xs[-1] - xs[0] + 2.9, 0.4,
+                                    boxstyle="round,pad=0.02", facecolor=colour, edgecolor="#333333"))
+        ax.text((xs[0] + xs[-1]) / 2, y, text, ha="center", va="center", fontsize=7.5, color=fc,
+                fontweight="bold")
+    ax.set_title(f"Self-attention for one query token ('{tokens[query]}'): D model width, E = d_k, "
+                 "S tokens", fontsize=10)
+    return fig
+
+
+# --- efficient figures -------------------------------------------------------------------------------
+import math  # noqa: E402 (with the figures that need it: one block per chapter)
+
+__all__ += ["tiled_pass"]
+
+
+def _online_softmax_steps(scores, values, block_size):
+    """The running max ``m``, sum ``ell`` and unnormalised output ``a`` after each block of keys, the
+    block's own sums under the new max, and the factor ``exp(m_old - m)`` that rescaled what was
+    carried in (plain floats, one query)."""
+    steps, m, ell, a = [], -math.inf, 0.0, 0.0
+    for start in range(0, len(scores), block_size):
+        s, v = scores[start:start + block_size], values[start:start + block_size]
+        m_new = max(m, *s)
+        rescale = math.exp(m - m_new)  # 0 before the first block (m = -inf)
+        block_ell = sum(math.exp(x - m_new) for x in s)
+        block_a = sum(math.exp(x - m_new) * y for x, y in zip(s, v, strict=True))
+        steps.append({"start": start, "m_old": m, "m": m_new, "rescale": rescale, "ell_old": ell, "a_old": a,
+                      "block_ell": block_ell, "block_a": block_a,
+                      "ell": rescale * ell + block_ell, "a": rescale * a + block_a})
+        m, ell, a = m_new, rescale * ell + block_ell, rescale * a + block_a
+    return steps
+
+
+def tiled_pass(scores=(1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), values=(2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0), *,
+               block_size: int = 2, figsize: tuple[float, float] = (10.5, 4.8)):
+    """Draw one query's pass over its keys in blocks, as tiled ("flash") attention makes it.
+
+    Key blocks are processed left to right. Under each block the running maximum ``m``, the running
+    sum ``ℓ = Σ exp(s - m)`` and the unnormalised output ``a = Σ exp(s - m) v`` are written after
+    the block, with the factor ``exp(m_old - m)`` that rescales what earlier blocks summed whenever
+    the maximum rises. The last box divides, ``a / ℓ``, and sets it beside the softmax over all keys
+    at once: the two are equal.
+
+    Args:
+        scores: the query's scores ``q · k_j / sqrt(d_k)``, one per key (a few; they are printed).
+        values: one number per key (a one-dimensional value, so that the output is one number).
+        block_size: keys per block.
+        figsize: the figure size in inches.
+
+    Returns:
+        The matplotlib ``Figure`` (one axes, no ticks).
+
+    Raises:
+        ValueError: if ``scores`` and ``values`` differ in length, are empty, or ``block_size`` is
+            not a positive integer.
+    """
+    scores, values = [float(x) for x in scores], [float(x) for x in values]
+    if not scores or len(scores) != len(values):
+        raise ValueError(f"scores and values need the same, non-zero length; got {len(scores)} scores and "
+                         f"{len(values)} values")
+    if not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    steps = _online_softmax_steps(scores, values, block_size)
+    n, cell = len(scores), 1.0
+    gap = 0.35  # between blocks
+    x_of = [j * cell + (j // block_size) * gap for j in range(n)]  # left edge of key j
+    width = x_of[-1] + cell
+    fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
+    ax.set_xlim(-0.3, width + 3.4)
+    ax.set_ylim(-0.2, 5.2)
+    ax.axis("off")
+    block_colours = ("#e9eef5", "#fdebd3")
+
+    # --- the keys, in blocks --------------------------------------------------------------------
+    for j, (s, v) in enumerate(zip(scores, values, strict=True)):
+        colour = block_colours[(j // block_size) % 2]
+        ax.add_patch(FancyBboxPatch((x_of[j] + 0.05, 3.55), cell - 0.1, 0.9, boxstyle="round,pad=0.02",
+                                    facecolor=colour, edgecolor="#333333", linewidth=0.8))
+        ax.text(x_of[j] + cell / 2, 4.0, f"key {j + 1}\ns = {s:g}\nv = {v:g}", ha="center", va="center", fontsize=7)
+    ax.text(0, 4.85, "key blocks, processed left to right  →", fontsize=8.5, fontweight="bold", va="center")
+
+    # --- the running state under each block ----------------------------------------------------
+    for b, st in enumerate(steps):
+        first, last = st["start"], min(st["start"] + block_size, n) - 1
+        left, right = x_of[first], x_of[last] + cell
+        mid = (left + right) / 2
+        ax.text(mid, 3.35, f"block {b + 1}", ha="center", va="center", fontsize=7.5, fontweight="bold")
+        rose = b > 0 and st["m"] > st["m_old"]
+        r = f"{st['rescale']:.2f} × "
+        lines = [f"m = {st['m']:.2f}",
+                 f"ℓ = {r if b else ''}{st['ell_old']:.2f} + {st['block_ell']:.2f}\n   = {st['ell']:.2f}",
+                 f"a = {r if b else ''}{st['a_old']:.2f} + {st['block_a']:.2f}\n   = {st['a']:.2f}"]
+        if b == 0:
+            lines.append("(first block: nothing carried)")
+        elif rose:
+            lines.append(f"max rose: carried ℓ, a\n× e^(m_old − m) = {st['rescale']:.2f}")
+        else:
+            lines.append("max kept: × e^0 = 1")
+        ax.add_patch(FancyBboxPatch((left + 0.05, 0.55), right - left - 0.1, 2.35, boxstyle="round,pad=0.02",
+                                    facecolor="#fff4e6" if rose else "#ffffff",
+                                    edgecolor="#e76f51" if rose else "#333333", linewidth=1.2 if rose else 0.8))
+        ax.text(mid, 1.72, "\n".join(lines), ha="center", va="center", fontsize=7.5,
+                color="#9c2f14" if rose else "#222222")
+        _arrow(ax, (mid, 3.5), (mid, 2.95))
+        if b + 1 < len(steps):  # carry m, ℓ, a to the next block
+            nxt = x_of[steps[b + 1]["start"]]
+            _arrow(ax, (right - 0.05, 1.2), (nxt + 0.05, 1.2), colour="#555555")
+    ax.text(0, 0.25, "carried from block to block: m (running max), ℓ = Σ e^(s − m) (running sum), "
+            "a = Σ e^(s − m) v (output, not yet divided); each line: carried × rescale + this block",
+            fontsize=7.5, style="italic", color="#444444")
+
+    # --- the result -----------------------------------------------------------------------------
+    out = steps[-1]["a"] / steps[-1]["ell"]
+    top = max(scores)
+    z = sum(math.exp(s - top) for s in scores)
+    direct = sum(math.exp(s - top) * v for s, v in zip(scores, values, strict=True)) / z
+    x0 = width + 0.3
+    ax.add_patch(FancyBboxPatch((x0, 0.85), 2.9, 1.8, boxstyle="round,pad=0.02", facecolor="#d8e2dc",
+                                edgecolor="#333333", linewidth=1.0))
+    ax.text(x0 + 1.45, 1.75, f"output = a / ℓ = {out:.3f}\n\nsoftmax(s) · v over\nall keys at once = {direct:.3f}",
+            ha="center", va="center", fontsize=7.5, fontweight="bold")
+    _arrow(ax, (x_of[-1] + cell - 0.05, 1.2), (x0, 1.2), colour="#555555")
+    ax.set_title("Tiled attention for one query: a running max m and sum ℓ, earlier sums rescaled when m rises",
+                 fontsize=10)
+    return fig
+
+
 # --- cross-attention and positional figures -------------------------------------------------------
 __all__ += ["encoder_decoder"]
 
