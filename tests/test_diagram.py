@@ -1,16 +1,29 @@
 """The whole-Transformer diagram: drawn from code, labelled in the book's shape legend, with the three
 attentions, the masks and the positions where the architecture puts them."""
 
+import math
 import re
 
 import matplotlib
+import pytest
+import torch
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 import attn  # noqa: E402
-from attn.diagram import ATTENTION_COLOURS, transformer_diagram  # noqa: E402
+from attn.diagram import (  # noqa: E402
+    ATTENTION_COLOURS,
+    encoder_decoder,
+    head_split,
+    kv_cache_loop,
+    mask_before_softmax,
+    qkv_flow,
+    soft_lookup,
+    tiled_pass,
+    transformer_diagram,
+)
 
 
 def _texts(fig) -> list[str]:
@@ -49,9 +62,7 @@ def test_diagram_shows_masks_positions_and_the_memory_feeding_cross_attention():
 
 
 # --- self-attention figures --------------------------------------------------------------------
-import pytest  # noqa: E402
 
-from attn.diagram import qkv_flow, soft_lookup  # noqa: E402
 
 
 def test_soft_lookup_shows_hard_weight_one_on_the_best_key_and_the_soft_mix_of_all_values():
@@ -94,11 +105,8 @@ def test_qkv_flow_names_the_bad_argument():
     with pytest.raises(ValueError, match="weights"):
         qkv_flow(["a", "b"], weights=[1.0])
 # --- efficient figures -------------------------------------------------------------------------------
-import math  # noqa: E402
 
-import torch  # noqa: E402
 
-from attn.diagram import tiled_pass  # noqa: E402
 
 _SCORES, _VALUES = (1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), (2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0)
 
@@ -139,7 +147,6 @@ def test_tiled_pass_takes_any_block_size_and_refuses_bad_input_by_name():
 
 
 # --- cross-attention and positional figures -------------------------------------------------------
-from attn.diagram import encoder_decoder  # noqa: E402
 
 
 def _box_of(fig, words: str):
@@ -185,7 +192,51 @@ def test_encoder_decoder_arrows_carry_memory_and_queries_into_cross_attention():
 
 
 def test_encoder_decoder_names_an_empty_side():
-    import pytest
 
     with pytest.raises(ValueError, match="source and target"):
         encoder_decoder([], ["<s>"])
+
+
+# --- multi-head and causal figures ----------------------------------------------------------------
+
+
+
+def test_head_split_labels_every_shape_and_colours_each_heads_columns_alike():
+    fig = head_split(d_model=6, num_heads=3, tokens=["a", "b"])
+    texts = "\n".join(_texts(fig))
+    for label in ("(B, L, D)", "(B, H, L, E)", "(D, D)", "E = D / H = 2", "head 1", "head 3", "Concat"):
+        assert label in texts, label
+    assert "head 4" not in texts
+    cells = [p for p in fig.axes[0].patches if type(p).__name__ == "Rectangle"]  # arrows are patches too
+    assert len(set(matplotlib.colors.to_hex(p.get_facecolor()) for p in cells) - {"#e9eef5"}) == 3  # one per head
+    # Q (2x6), three heads (2x2 each), Concat (2x6), W_O (6x6), output (2x6)
+    assert len(cells) == 12 + 12 + 12 + 36 + 12
+    plt.close(fig)
+
+
+def test_head_split_refuses_a_head_count_that_does_not_divide_the_width():
+    with pytest.raises(ValueError, match="num_heads=3 must divide d_model=4"):
+        head_split(d_model=4, num_heads=3)
+
+
+def test_mask_before_softmax_blocks_exactly_the_upper_triangle_and_zeroes_its_weights():
+    fig = mask_before_softmax(tokens=["x", "y", "z", "w"])
+    texts = _texts(fig)
+    n = 4
+    assert texts.count("-∞") == 2 * n * (n - 1) // 2  # in the mask and in scores + M
+    assert sum(t.startswith("a") and len(t) == 3 for t in texts) == n * (n + 1) // 2  # weights left
+    joined = "\n".join(texts)
+    assert "BEFORE the softmax" in joined and "Wrong order" in joined and "softmax" in joined
+    plt.close(fig)
+
+
+def test_kv_cache_loop_grows_the_cache_by_one_row_per_step():
+    fig = kv_cache_loop(prompt_len=3, steps=2)
+    texts = _texts(fig)
+    assert [t for t in texts if t.startswith("S = ")] == ["S = 3", "S = 4", "S = 5"]
+    assert texts.count("kv1") == 3 and texts.count("kv5") == 1
+    assert "prompt, L = P = 3" in texts and "step 2, L = 1" in texts
+    assert any("next token x6" in t for t in texts)
+    with pytest.raises(ValueError, match="steps=0"):
+        kv_cache_loop(steps=0)
+    plt.close(fig)

@@ -109,3 +109,27 @@ def test_threads_sets_the_thread_count_for_the_measurement_only():
         assert seen[-1] == before
     with pytest.raises(ValueError, match="threads must be a positive integer"):
         attn.measure.seconds("pass", threads=0)
+
+
+# --- multi-head and causal chapters: counting, not timing ------------------------------------------
+def test_matrix_products_counts_linear_layers_and_batched_products_only():
+    lin = torch.nn.Linear(4, 4)
+    x = torch.randn(2, 3, 4)
+    assert attn.measure.matrix_products(lin, x[0]) == 1  # addmm
+    assert attn.measure.matrix_products(lambda: (x @ x.transpose(1, 2)).softmax(-1) @ x) == 2  # bmm twice
+    assert attn.measure.matrix_products(lambda: (x * 2).relu().sum()) == 0
+
+
+def test_input_elements_sums_every_call_and_removes_its_hook():
+    emb = torch.nn.Embedding(10, 3)
+    ids = torch.tensor([[1, 2, 3]])
+
+    def three_calls():
+        for t in range(3):
+            emb(ids[:, : t + 1])
+
+    assert attn.measure.input_elements(emb, three_calls) == 1 + 2 + 3
+    assert not emb._forward_pre_hooks
+    with pytest.raises(ZeroDivisionError):
+        attn.measure.input_elements(emb, lambda: (emb(ids), 1 / 0))
+    assert not emb._forward_pre_hooks  # removed even when fn raises

@@ -216,3 +216,38 @@ def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> 
     if not answer:
         raise RuntimeError(f"the measuring child process failed or did not report within {timeout:g} s")
     return float(answer)
+
+
+# --- multi-head and causal chapters: counting, not timing ------------------------------------------
+# Two counters the chapters used to define inline: how many matrix products a call runs (the fused
+# multi-head layer against a loop over heads) and how many elements a module receives while a call
+# runs (the tokens that enter a language model with and without a KV cache).
+
+__all__ += ["input_elements", "matrix_products"]
+
+#: ATen's matrix-product operators; a linear layer runs ``addmm`` (or ``mm`` without a bias).
+MATRIX_PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
+
+
+def matrix_products(fn: Callable[..., object], *args, **kwargs) -> int:
+    """How many matrix products (:data:`MATRIX_PRODUCTS`) ``fn(*args, **kwargs)`` runs, counted from
+    :func:`operators`. A matrix product inside a fused kernel (the CPU attention kernel) is not seen."""
+    return sum(name in MATRIX_PRODUCTS for name in operators(fn, *args, **kwargs))
+
+
+def input_elements(module, fn: Callable[..., object], *args, **kwargs) -> int:
+    """How many elements the first input of ``module`` adds up to, over every call of ``module``
+    while ``fn(*args, **kwargs)`` runs (a forward pre-hook, removed afterwards). On a language
+    model's embedding, that is the number of token positions the model processes."""
+    count = 0
+
+    def hook(_module, inputs) -> None:
+        nonlocal count
+        count += inputs[0].numel()
+
+    handle = module.register_forward_pre_hook(hook)
+    try:
+        fn(*args, **kwargs)
+    finally:
+        handle.remove()
+    return count
