@@ -87,3 +87,140 @@ def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass
                     exec(compile(code, f"{path.name}: solution", "exec"),
                          {"attn": attn, "torch": torch, "math": math})
     assert used == {n for n in exercises.__all__ if n.startswith("check_")}, "every checker is used by a chapter"
+
+
+# --- build it yourself: the layer, the block and the GPT of book/build_it_yourself.ipynb -------------
+# A reader's answer in the layout the checkers document, and the classic wrong ones, each rejected.
+
+from torch import nn  # noqa: E402
+
+
+class MyMHA(nn.Module):
+    def __init__(self, d_model, num_heads, attend=reference_attention):
+        super().__init__()
+        self.h, self.attend = num_heads, attend
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+    def split(self, t):
+        B, L, _ = t.shape
+        return t.view(B, L, self.h, -1).transpose(1, 2)  # (B, H, L, E)
+
+    def merge(self, z):
+        B, _, L, _ = z.shape
+        return self.W_o(z.transpose(1, 2).reshape(B, L, -1))  # (B, L, D)
+
+    def forward(self, x, mask=None):
+        return self.merge(self.attend(self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x)), mask))
+
+
+class MyBlock(nn.Module):
+    def __init__(self, d_model, num_heads, d_ff):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.attn = MyMHA(d_model, num_heads)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+
+    def mask(self, x):
+        return masks.causal(x.shape[1])
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x), self.mask(x))
+        return x + self.ff(self.ln2(x))
+
+
+class MyGPT(nn.Module):
+    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_len, block=MyBlock, tie=True):
+        super().__init__()
+        self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, d_model), nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(block(d_model, num_heads, 4 * d_model) for _ in range(num_layers))
+        self.ln_f = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        if tie:
+            self.head.weight = self.tok_emb.weight
+
+    def positions(self, tokens):
+        return self.pos_emb(torch.arange(tokens.shape[1]))
+
+    def forward(self, tokens):
+        x = self.tok_emb(tokens) + self.positions(tokens)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+
+def test_build_checkers_accept_a_correct_layer_block_and_gpt():
+    for check, answer in [(exercises.check_multi_head, MyMHA), (exercises.check_block, MyBlock),
+                          (exercises.check_gpt, MyGPT)]:
+        v = check(answer)
+        assert v, repr(v)
+        assert "correct" in v.summary and "FAIL" not in repr(v)
+    sdpa = lambda q, k, v, mask=None: torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # noqa: E731
+    assert exercises.check_multi_head(lambda d, h: MyMHA(d, h, sdpa))
+
+
+def test_attention_with_the_inverted_mask_meaning_fails():
+    v = exercises.check_attention(lambda q, k, v_, mask=None: reference_attention(q, k, v_, None if mask is None else ~mask))
+    failed = {case for case, ok, _ in v.cases if not ok}
+    assert "causal boolean mask" in failed and not v
+
+
+def test_multi_head_checker_rejects_a_bare_reshape_no_output_projection_and_no_scale():
+    class BareReshape(MyMHA):
+        def split(self, t):
+            return t.reshape(t.shape[0], self.h, t.shape[1], -1)  # mixes positions into heads
+
+    class NoOutput(MyMHA):
+        def merge(self, z):
+            return z.transpose(1, 2).reshape(z.shape[0], z.shape[2], -1)  # forgets W_o
+
+    no_scale = lambda q, k, v, mask=None: reference_attention(q * math.sqrt(q.shape[-1]), k, v, mask)  # noqa: E731
+    for wrong in (BareReshape, NoOutput, lambda d, h: MyMHA(d, h, no_scale)):
+        v = exercises.check_multi_head(wrong)
+        assert not v and "not yet" in v.summary, repr(v)
+    # with one head a bare reshape is right: only the cases with H > 1 fail
+    v = exercises.check_multi_head(BareReshape)
+    assert [ok for case, ok, _ in v.cases if "H=1" in case] == [True]
+
+
+def test_block_checker_rejects_no_residual_post_ln_and_no_causal_mask():
+    class NoResidual(MyBlock):
+        def forward(self, x):
+            x = self.attn(self.ln1(x), self.mask(x))
+            return x + self.ff(self.ln2(x))
+
+    class PostLN(MyBlock):
+        def forward(self, x):
+            x = self.ln1(x + self.attn(x, self.mask(x)))
+            return self.ln2(x + self.ff(x))
+
+    class NotCausal(MyBlock):
+        def mask(self, x):  # noqa: ARG002
+            return None
+
+    class SwappedNorms(MyBlock):
+        def forward(self, x):
+            x = x + self.attn(self.ln2(x), self.mask(x))
+            return x + self.ff(self.ln1(x))
+
+    for wrong in (NoResidual, PostLN, NotCausal, SwappedNorms):
+        v = exercises.check_block(wrong)
+        assert not v, f"{wrong.__name__}: {v!r}"
+
+
+def test_gpt_checker_rejects_an_untied_head_missing_positions_and_a_wrong_block():
+    untied = exercises.check_gpt(lambda *a: MyGPT(*a, tie=False))
+    assert not untied and "head.weight is not tok_emb.weight" in repr(untied)
+
+    class NoPositions(MyGPT):
+        def positions(self, tokens):  # noqa: ARG002
+            return 0.0
+
+    assert not exercises.check_gpt(NoPositions)
+
+    class NotCausal(MyBlock):
+        def mask(self, x):  # noqa: ARG002
+            return None
+
+    assert not exercises.check_gpt(lambda *a: MyGPT(*a, block=NotCausal))
+    broken = exercises.check_gpt(lambda *_: 1 / 0)
+    assert not broken and "ZeroDivisionError" in repr(broken)

@@ -20,6 +20,7 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from attn import masks
 from attn.positional import sinusoidal_table
@@ -27,7 +28,10 @@ from attn.positional import sinusoidal_table
 __all__ = [
     "Verdict",
     "check_attention",
+    "check_block",
     "check_causal_mask",
+    "check_gpt",
+    "check_multi_head",
     "check_padding_mask",
     "check_sinusoidal_table",
     "check_split_heads",
@@ -157,4 +161,154 @@ def check_split_heads(fn: Callable[[torch.Tensor, int], torch.Tensor]) -> Verdic
         x = torch.randn(B, L, D, generator=g)
         expected = x.view(B, L, H, D // H).transpose(1, 2)
         _run(v_, f"B={B}, L={L}, D={D}, H={H}", lambda x=x, H=H: fn(x, H), expected, rtol=0, atol=0)
+    return v_
+
+
+# --- build it yourself: the reader's layer, block and model, weights copied into the package's ----
+# Each checker builds the reader's module, redraws its parameters from a seeded generator (so that a
+# swapped LayerNorm or a missing bias cannot hide behind default initial values), copies them into
+# the package's module and compares the outputs.
+
+def _redraw(module: nn.Module, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():  # a tied matrix is drawn once
+            p.copy_(0.3 * torch.randn(p.shape, generator=g))
+
+
+def _linear(dst: nn.Linear, src: nn.Linear) -> None:
+    dst.weight.copy_(src.weight)
+    if dst.bias is not None:
+        dst.bias.copy_(src.bias if src.bias is not None else torch.zeros_like(dst.bias))
+
+
+def _to_package_mha(mine: nn.Module, theirs) -> None:
+    """The reader's ``W_q, W_k, W_v, W_o`` into ``attn.MultiHeadAttention`` (``in_proj`` stacks the three)."""
+    lin = [getattr(mine, name) for name in ("W_q", "W_k", "W_v")]
+    theirs.in_proj.weight.copy_(torch.cat([m.weight for m in lin]))
+    theirs.in_proj.bias.copy_(torch.cat([m.bias if m.bias is not None else torch.zeros(m.out_features) for m in lin]))
+    _linear(theirs.out_proj, mine.W_o)
+
+
+def _to_package_block(mine: nn.Module, theirs) -> None:
+    """The reader's ``ln1, attn, ln2, ff`` into a pre-LN ``attn.blocks.EncoderLayer``."""
+    _to_package_mha(mine.attn, theirs.self_attn)
+    for dst, src in ((theirs.norm1, mine.ln1), (theirs.norm2, mine.ln2)):
+        dst.load_state_dict(src.state_dict())
+    linears = [m for m in mine.ff.modules() if isinstance(m, nn.Linear)]
+    if len(linears) != 2:
+        raise ValueError(f"ff must hold two nn.Linear layers (D -> d_ff -> D), found {len(linears)}")
+    _linear(theirs.ff.linear1, linears[0])
+    _linear(theirs.ff.linear2, linears[1])
+
+
+def _built(verdict: Verdict, case: str, make: Callable[[], nn.Module], copy, package: nn.Module, seed: int):
+    """Build the reader's module and copy it into ``package``; a failure becomes a failed case."""
+    try:
+        mine = make()
+        _redraw(mine, seed)
+        with torch.no_grad():
+            copy(mine, package)
+    except Exception as e:
+        verdict.cases.append((case, False, f"{type(e).__name__}: {e}"))
+        return None
+    return mine.eval()
+
+
+def check_multi_head(cls: Callable[..., nn.Module]) -> Verdict:
+    """Check ``cls(d_model, num_heads)``: multi-head self-attention with four ``nn.Linear(D, D)``
+    called ``W_q``, ``W_k``, ``W_v``, ``W_o`` and ``forward(x, mask=None)``.
+
+    Shape: ``x`` ``(B, L, D)``, ``mask`` boolean broadcasting to ``(B, H, L, L)`` (``True`` = may
+    attend); the output is ``(B, L, D)`` (or ``(output, weights)``). The weights are copied into
+    :class:`attn.MultiHeadAttention` and its output is the answer.
+    """
+    from attn.attention import MultiHeadAttention
+
+    v_ = Verdict("multi-head attention")
+    g = torch.Generator().manual_seed(2)
+    tol = dict(rtol=1e-4, atol=1e-5)
+    for i, (B, L, D, H, mask) in enumerate([(2, 3, 8, 2, None), (2, 5, 12, 3, None), (1, 4, 8, 1, None),
+                                            (2, 5, 8, 2, "causal"), (2, 4, 12, 4, "padding")]):
+        case = f"B={B}, L={L}, D={D}, H={H}" + (f", {mask} mask" if mask else "")
+        ref = MultiHeadAttention(D, H)
+        mine = _built(v_, case, lambda D=D, H=H: cls(D, H), _to_package_mha, ref, seed=10 + i)
+        if mine is None:
+            continue
+        x = torch.randn(B, L, D, generator=g)
+        m = None
+        if mask == "causal":
+            m = masks.causal(L)  # (L, L)
+        elif mask == "padding":  # the second sequence has 2 real tokens
+            m = (torch.arange(L) < torch.tensor([L, 2])[:, None]).view(B, 1, 1, L)  # (B, 1, 1, S)
+        with torch.no_grad():
+            expected = ref(x, mask=m)[0]
+            _run(v_, case, lambda mine=mine, x=x, m=m: mine(x) if m is None else mine(x, mask=m), expected, **tol)
+    return v_
+
+
+def check_block(cls: Callable[..., nn.Module]) -> Verdict:
+    """Check ``cls(d_model, num_heads, d_ff)``: a pre-LN decoder block, ``forward(x)`` ``(B, L, D)``
+    -> ``(B, L, D)``, causal, ``x + attn(ln1(x))`` then ``x + ff(ln2(x))``.
+
+    Its parts: ``ln1``, ``ln2`` (``nn.LayerNorm(D)``), ``attn`` (the multi-head attention of
+    :func:`check_multi_head`, called with a causal mask), ``ff`` (``nn.Linear(D, d_ff)``, GELU,
+    ``nn.Linear(d_ff, D)``). The weights are copied into ``attn.blocks.EncoderLayer(...,
+    norm_first=True, activation="gelu")``, run with ``is_causal=True``.
+    """
+    from attn.blocks import EncoderLayer
+
+    v_ = Verdict("pre-LN decoder block")
+    g = torch.Generator().manual_seed(3)
+    tol = dict(rtol=1e-4, atol=1e-5)
+    for i, (B, L, D, H, d_ff) in enumerate([(2, 4, 8, 2, 32), (1, 6, 12, 3, 16)]):
+        case = f"B={B}, L={L}, D={D}, H={H}, d_ff={d_ff}"
+        ref = EncoderLayer(D, H, d_ff, dropout=0.0, activation="gelu", norm_first=True).eval()
+        mine = _built(v_, case, lambda D=D, H=H, d_ff=d_ff: cls(D, H, d_ff), _to_package_block, ref, seed=20 + i)
+        if mine is None:
+            continue
+        x = torch.randn(B, L, D, generator=g)
+        with torch.no_grad():
+            _run(v_, case, lambda mine=mine, x=x: mine(x), ref(x, is_causal=True), **tol)
+    return v_
+
+
+def check_gpt(cls: Callable[..., nn.Module]) -> Verdict:
+    """Check ``cls(vocab_size, d_model, num_heads, num_layers, max_len)``: a tiny GPT,
+    ``forward(tokens)`` ``(B, L)`` integer ids -> logits ``(B, L, vocab_size)``.
+
+    Its parts: ``tok_emb`` (``nn.Embedding(V, D)``), ``pos_emb`` (``nn.Embedding(max_len, D)``),
+    ``blocks`` (``num_layers`` blocks of :func:`check_block`, ``d_ff = 4 D``), ``ln_f``
+    (``nn.LayerNorm(D)``) and ``head`` (``nn.Linear(D, V, bias=False)``, its weight tied to
+    ``tok_emb.weight``). The weights are copied into :class:`attn.variants.GPT` built with
+    ``activation="gelu"``.
+    """
+    from attn.variants import GPT
+
+    v_ = Verdict("tiny GPT")
+    g = torch.Generator().manual_seed(4)
+    tol = dict(rtol=1e-4, atol=1e-5)
+
+    def copy(mine, theirs):
+        theirs.embed.weight.copy_(mine.tok_emb.weight)
+        theirs.pos.embedding.weight.copy_(mine.pos_emb.weight)
+        if len(mine.blocks) != len(theirs.layers):
+            raise ValueError(f"blocks holds {len(mine.blocks)} blocks, expected num_layers = {len(theirs.layers)}")
+        for block, layer in zip(mine.blocks, theirs.layers, strict=True):
+            _to_package_block(block, layer)
+        theirs.norm.load_state_dict(mine.ln_f.state_dict())
+
+    for i, (B, L, V, D, H, N, max_len) in enumerate([(2, 5, 11, 8, 2, 1, 16), (1, 10, 7, 12, 3, 2, 10)]):
+        case = f"B={B}, L={L}, V={V}, D={D}, H={H}, num_layers={N}, max_len={max_len}"
+        ref = GPT(V, D, H, N, 4 * D, max_len=max_len, activation="gelu", dropout=0.0).eval()
+        mine = _built(v_, case, lambda V=V, D=D, H=H, N=N, m=max_len: cls(V, D, H, N, m), copy, ref, seed=30 + i)
+        if mine is None:
+            continue
+        if i == 0:
+            tied = getattr(getattr(mine, "head", None), "weight", None) is mine.tok_emb.weight
+            v_.cases.append(("head tied to tok_emb", tied,
+                             "" if tied else "head.weight is not tok_emb.weight: tie them in __init__"))
+        tokens = torch.randint(0, V, (B, L), generator=g)
+        with torch.no_grad():
+            _run(v_, case, lambda mine=mine, t=tokens: mine(t), ref(tokens), **tol)
     return v_
