@@ -25,7 +25,8 @@ from collections.abc import Callable, Mapping
 
 from attn import _checks
 
-__all__ = ["can_measure_memory", "compare", "flops", "operators", "peak_memory_growth", "seconds", "stopwatch"]
+__all__ = ["MATRIX_PRODUCTS", "can_measure_memory", "compare", "flops", "input_elements", "matrix_products", "operators",
+           "peak_memory_growth", "seconds", "stopwatch"]
 
 #: The clocks :func:`seconds` and :func:`compare` read: wall time, or this process's processor time
 #: (which other programs on the machine do not inflate; with one thread, the time on an idle core).
@@ -222,8 +223,6 @@ def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> 
 # Two counters the chapters used to define inline: how many matrix products a call runs (the fused
 # multi-head layer against a loop over heads) and how many elements a module receives while a call
 # runs (the tokens that enter a language model with and without a KV cache).
-
-__all__ += ["input_elements", "matrix_products"]
 
 #: ATen's matrix-product operators; a linear layer runs ``addmm`` (or ``mm`` without a bias).
 MATRIX_PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
