@@ -59,7 +59,7 @@ def pytest_collection_modifyitems(config, items):
     and every notebook collected by --nbval). `make unit` deselects `slow`. Tests marked
     `fresh_env` run only with --fresh-env (make test passes it).
 
-    For parallel runs (`pytest -n 2 --dist loadfile --no-loadscope-reorder`, as `make test` does:
+    For parallel runs (`pytest -n JOBS --dist loadfile --no-loadscope-reorder`, as `make test` does:
     each file, so each notebook with its one kernel, stays on one worker) the files are ordered
     longest first: the fresh environment, the files with site or browser tests, the notebooks by
     number of cells, then the rest; so that no long file starts last while the other worker idles.
