@@ -178,3 +178,10 @@ def test_publishing_workflow_builds_with_make_book_and_publishes_the_built_html(
     assert python["with"]["python-version"] == "3.11"
     triggers = flow.get("on", flow.get(True))  # YAML 1.1 reads the key `on` as true
     assert triggers["push"]["branches"] == [notebooks.repository()[1]]
+
+
+def test_pages_link_the_books_own_stylesheet_for_tables(built_site):
+    css = built_site / "_static" / "attn.css"
+    assert css.exists() and "table.attn-table" in css.read_text()
+    page = (built_site / "book" / "self_attention.html").read_text()
+    assert "_static/attn.css" in page and 'class="attn-table"' in page
