@@ -9,14 +9,14 @@ Each class has ``from_hf(model)``, which copies the weights of the corresponding
 to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` builds the book's
 table from the four cards). ``transformers`` is needed only by ``from_hf``.
 
-=========  ===================================  ==============================  ==============
+=========  ===================================  ==============================  ==================
 class      attention                            positions                       norm
-=========  ===================================  ==============================  ==============
+=========  ===================================  ==============================  ==================
 BERT       bidirectional self                   learned absolute + segments     post-LN
-GPT        causal self                          learned absolute                pre-LN
+GPT        causal self                          learned absolute                pre-LN (as GPT-2)
 T5         bidirectional self, causal, cross    relative buckets (shared bias)  pre-RMSNorm
 ViT        bidirectional self over patches      learned (or 2-D sin-cos)        pre-LN
-=========  ===================================  ==============================  ==============
+=========  ===================================  ==============================  ==================
 """
 
 from __future__ import annotations
@@ -212,8 +212,9 @@ class BERT(nn.Module):
 
 
 class GPT(nn.Module):
-    """Decoder-only (Radford et al., 2018, 2019): causal self-attention, pre-LN with a final
-    LayerNorm, learned absolute positions, output layer tied to the token embeddings, and
+    """Decoder-only, as GPT-2 (Radford et al., 2019): causal self-attention, pre-LN with a final
+    LayerNorm (GPT, Radford et al. 2018, was post-LN; GPT-2 moved the LayerNorms to each
+    sub-block's input and added the final one), learned absolute positions, output layer tied to the token embeddings, and
     generation with the KV cache, temperature and top-k.
 
     Shape:
