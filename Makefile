@@ -6,12 +6,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8000
-# Parallel tests (pytest-xdist): JOBS workers, two more than the machine's cores. A good part of the
+# Parallel tests (pytest-xdist): JOBS workers, one more than the machine's cores. A good part of the
 # suite's time is waiting (the site build on one core, pages loading in Chromium, kernels starting),
-# which extra workers fill: on two cores, 467 s with 2 workers, 394-444 s with 3 (README). Each
-# notebook, the site tests and the fresh environment stay on one worker each (--dist loadfile;
-# longest first: tests/conftest.py).
-JOBS   ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 2)" 2>/dev/null || echo 4)
+# which a third worker fills on two cores: 467 s with 2 workers, 394-444 s with 3; with 4 the
+# workers fight for the cores (530 s, CPU 907 s against 759 s). Each notebook, the site tests and the
+# fresh environment stay on one worker each (--dist loadfile; longest first: tests/conftest.py).
+JOBS   ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo 3)
 XDIST  := -n $(JOBS) --dist loadfile --no-loadscope-reorder
 # Colab's Python for `make test-newest` (any 3.12 interpreter; pyenv's where the PATH has none)
 PYTHON_NEWEST ?= $(firstword $(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
