@@ -28,6 +28,9 @@ import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SETUP_TAG = "colab-setup"
+# The set-up cell runs in Colab; on the static site it would only stand between the reader and the
+# chapter, so the site drops it (remove-cell); the reader editions keep it.
+SETUP_TAGS = [SETUP_TAG, "remove-cell"]
 
 
 def book_config() -> dict:
@@ -84,11 +87,12 @@ def write_setup_cell(nb) -> bool:
     src = setup_cell_source()
     code = [c for c in nb.cells if c.cell_type == "code"]
     if code and SETUP_TAG in code[0].metadata.get("tags", []):
-        if code[0].source == src:
+        if code[0].source == src and code[0].metadata["tags"] == SETUP_TAGS:
             return False
         code[0].source = src
+        code[0].metadata["tags"] = list(SETUP_TAGS)
         return True
-    cell = nbformat.v4.new_code_cell(src, metadata={"tags": [SETUP_TAG, "remove-output"]})
+    cell = nbformat.v4.new_code_cell(src, metadata={"tags": list(SETUP_TAGS)})
     first_code = nb.cells.index(code[0]) if code else len(nb.cells)
     nb.cells.insert(first_code, cell)
     return True

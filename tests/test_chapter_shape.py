@@ -1,0 +1,95 @@
+"""The shape of a chapter as a reader meets it: light enough to read, verification out of sight.
+
+"Visible" code is what the site shows open: code cells without a tag that hides or removes
+their input (``hide-input``, ``hide-cell``, ``remove-input``, ``remove-cell``). Checks, ``glue``
+plumbing and harness code belong in hidden cells, in ``tests/`` or in the package.
+"""
+
+import re
+
+import nbformat
+import pytest
+
+from scripts import notebooks
+
+HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+MAX_CODE_LINES = 200   # visible, non-blank code lines per chapter
+MAX_WORDS = 3500       # words of prose (markdown cells) per chapter
+MAX_CELL_LINES = 25    # visible, non-blank lines of one code cell
+MAX_LINE = 88          # characters of a visible code line: what the text column holds at 1366 px
+PLUMBING = re.compile(r"^\s*(assert\b|glue\()")
+
+# Chapters not yet within the limits, and which tests they fail (strict: a chapter that meets a
+# limit must leave this table). Empty when the teaching pass is done.
+PENDING = {
+    "applications.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+    "build_it_yourself.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
+    "causal_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+    "cross_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+    "debugging_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
+    "efficient_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
+    "explorers.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
+    "model_variants.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
+    "multi_head_attention.ipynb": {"test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+    "positional_encodings.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+    "self_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column"},
+    "transformer_architecture.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+    "why_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
+}
+
+
+def shape(path) -> dict:
+    nb = nbformat.read(path, as_version=4)
+    words, code, cells, plumbing, long = 0, 0, [], [], []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            words += len(cell.source.split())
+        elif cell.cell_type == "code" and not HIDDEN & set(cell.metadata.get("tags", [])):
+            lines = [line for line in cell.source.splitlines() if line.strip()]
+            code += len(lines)
+            cells.append((len(lines), cell.get("id", i)))
+            plumbing += [(cell.get("id", i), line.strip()) for line in lines if PLUMBING.match(line)]
+            long += [(cell.get("id", i), len(line)) for line in lines if len(line) > MAX_LINE]
+    return {"words": words, "code": code, "cells": cells, "plumbing": plumbing, "long": long}
+
+
+@pytest.fixture(params=[p.name for p in notebooks.chapters()])
+def chapter(request):
+    if request.function.__name__ in PENDING.get(request.param, ()):
+        request.applymarker(pytest.mark.xfail(strict=True, reason="not yet within the limits"))
+    path = next(p for p in notebooks.chapters() if p.name == request.param)
+    return shape(path)
+
+
+def test_visible_code_is_short(chapter):
+    assert chapter["code"] <= MAX_CODE_LINES, f"{chapter['code']} visible code lines (at most {MAX_CODE_LINES})"
+    big = [(n, cid) for n, cid in chapter["cells"] if n > MAX_CELL_LINES]
+    assert not big, f"visible cells over {MAX_CELL_LINES} lines (lines, cell id): {big}"
+
+
+def test_prose_is_a_chapter_not_a_treatise(chapter):
+    assert chapter["words"] <= MAX_WORDS, f"{chapter['words']} words of prose (at most {MAX_WORDS})"
+
+
+def test_no_visible_checks_or_glue(chapter):
+    assert not chapter["plumbing"], f"visible assert/glue lines (cell id, line): {chapter['plumbing']}"
+
+
+def test_visible_code_fits_the_column(chapter):
+    assert not chapter["long"], f"visible code lines over {MAX_LINE} characters (cell id, length): {chapter['long']}"
+
+
+def test_shape_counts_what_the_reader_sees():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("three words here"),
+        nbformat.v4.new_code_cell("x = 1\n\nassert x == 1\nglue('x', x)\n" + "y" * 89),
+        nbformat.v4.new_code_cell("hidden = 2\nassert hidden", metadata={"tags": ["hide-input"]}),
+    ])
+    import tempfile, pathlib  # noqa: E401
+    with tempfile.TemporaryDirectory() as d:
+        path = pathlib.Path(d) / "c.ipynb"
+        nbformat.write(nb, path)
+        s = shape(path)
+    assert s["words"] == 3 and s["code"] == 4
+    assert [line for _, line in s["plumbing"]] == ["assert x == 1", "glue('x', x)"]
+    assert [n for _, n in s["long"]] == [89]
