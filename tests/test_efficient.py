@@ -703,3 +703,13 @@ def test_write_rows_writes_what_measured_reads(tmp_path, monkeypatch):
     assert results.measured("bench_x") == rows
     with pytest.raises(ValueError, match="no rows"):
         results.write_rows(tmp_path / "empty.csv", [])
+
+
+def test_meta_flops_equals_a_real_count_and_grows_as_n_squared_for_full_attention():
+    from attn import teaching
+
+    q, k, v = (torch.randn(1, 4, 64, 32) for _ in range(3))
+    with torch.no_grad():
+        real = attn.measure.flops(attn.functional.explicit_attention, q, k, v)
+    assert teaching.meta_flops(attn.functional.explicit_attention, 64) == real == 2 * 2 * 4 * 64 * 64 * 32
+    assert teaching.meta_flops(ef.linear_attention, 128) < teaching.meta_flops(attn.functional.explicit_attention, 128)
