@@ -11,6 +11,7 @@ correct layer is a few lines a reader can compare. Every layer follows the contr
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -36,6 +37,7 @@ __all__ = [
     "TruncatedHeads",
     "init_probe",
     "seeded",
+    "without_positions",
     "zoo",
 ]
 
@@ -243,6 +245,15 @@ def seeded(cls: type[Reference], *, d_model: int = 32, num_heads: int = 4, is_ca
     return cls(d_model, num_heads, is_causal=is_causal, **kwargs)
 
 
+@functools.cache
+def without_positions(cls: type[Reference]) -> type[Reference]:
+    """``cls`` with :class:`ForgotPositions`'s omission too (``ForgotPositions`` itself for
+    :class:`Reference`): its scores depend on ``q · k`` alone, whatever the token order."""
+    if issubclass(ForgotPositions, cls):
+        return ForgotPositions
+    return type(f"{cls.__name__}NoPositions", (cls, ForgotPositions), {})
+
+
 def _mean_entropy(w: torch.Tensor) -> float:
     """Normalised entropy of each row of weights ``(..., S)``, averaged: 1 = uniform, 0 = one-hot."""
     return float((-torch.special.xlogy(w, w).sum(-1) / math.log(w.shape[-1])).mean())
@@ -256,10 +267,8 @@ def init_probe(cls: type[Reference], d_k: int, seed: int) -> tuple[float, float]
     normalised entropy of its weight rows (1 = uniform, 0 = one key takes all) and the mean of
     each row's largest weight.
     """
-    probe = ForgotPositions if issubclass(ForgotPositions, cls) else type(
-        f"{cls.__name__}NoPositions", (cls, ForgotPositions), {})  # both omissions: q . k alone
     x = torch.randn(4, 16, 4 * d_k, generator=torch.Generator().manual_seed(d_k + 1000 * seed))
-    m = seeded(probe, d_model=4 * d_k, seed=seed)
+    m = seeded(without_positions(cls), d_model=4 * d_k, seed=seed)
     with torch.no_grad():
         m(x)
     return _mean_entropy(m.last_weights), float(m.last_weights.amax(-1).mean())
