@@ -25,7 +25,6 @@ PENDING = {
     "applications.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "build_it_yourself.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
     "causal_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
-    "cross_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "debugging_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
     "efficient_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
     "explorers.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
