@@ -255,11 +255,12 @@ def input_elements(module, fn: Callable[..., object], *args, **kwargs) -> int:
 # --- moved from the cross / positional chapters
 
 def decoder_step_flops(B: int, S: int, D: int, t: int, *, reproject: bool) -> int:
-    """Floating-point operations (a multiply-add counts 2) of one decoder layer (d_ff = 4D)
-    for one new token of each of ``B`` sequences, with ``t`` earlier tokens in the
-    self-attention cache and a memory of ``S`` positions. ``reproject=True`` adds computing the
-    memory's keys and values again (``K = M W_K``, ``V = M W_V``, each ``(B, S, D)``), which a
-    static cross-attention cache saves. Matrix products only, as :func:`flops` counts them."""
+    """Floating-point operations (a multiply-add counts 2) of one decoder layer
+    (d_ff = 4D) for one new token of each of ``B`` sequences, with ``t`` earlier tokens
+    in the self-attention cache and a memory of ``S`` positions. ``reproject=True`` adds
+    computing the memory's keys and values again (``K = M W_K``, ``V = M W_V``, each
+    ``(B, S, D)``), which a static cross-attention cache saves. Matrix products only, as
+    :func:`flops` counts them."""
     for name, value in (("B", B), ("S", S), ("D", D)):
         _checks.positive_int(name, value)
     _checks.non_negative_int("t", t, " (earlier tokens in the cache)")

@@ -106,8 +106,9 @@ def year_digit_breakdown(w: torch.Tensor, pairs: list[tuple[str, str]]) -> tuple
 
 
 def offset_matrix(k: int, d: int, base: float = 10000.0) -> torch.Tensor:
-    """``M_k``, ``(d, d)`` float64, block-diagonal: ``PE[pos + k] = M_k @ PE[pos]`` for every
-    position of the sinusoidal table (``d`` even), one 2x2 rotation by ``omega_i k`` per pair."""
+    """``M_k``, ``(d, d)`` float64, block-diagonal: ``PE[pos + k] = M_k @ PE[pos]``
+    for every position of the sinusoidal table (``d`` even), one 2x2 rotation by
+    ``omega_i k`` per pair."""
     if d < 2 or d % 2:
         raise ValueError(f"d must be a positive even number (sin/cos pairs), got d={d}")
     omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
