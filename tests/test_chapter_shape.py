@@ -30,7 +30,6 @@ PENDING = {
     "efficient_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
     "explorers.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
     "model_variants.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
-    "multi_head_attention.ipynb": {"test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "positional_encodings.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "transformer_architecture.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "why_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
