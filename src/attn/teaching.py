@@ -55,7 +55,9 @@ def matrices(rows: Sequence, *named: tuple[str, torch.Tensor], cols: Sequence | 
 
     One table row per entry of ``rows`` (the matrices' rows), one column per matrix column, headed
     ``"name col"`` with ``col`` taken from ``cols`` (default ``0, 1, ...``). Numbers are written
-    with ``fmt``."""
+    with ``fmt``.
+
+    Shape: each matrix ``(R, C)`` with ``R = len(rows)``; the matrices may differ in ``C``."""
     from attn.viz import Table  # views load on first use
 
     for name, M in named:
