@@ -1,15 +1,16 @@
 """Copy the front-end files the static site serves itself into _assets/ (Sphinx's html_static_path).
 
-Nothing here is committed: the sources are installed at pinned versions by `npm ci`
-(package-lock.json) and pip (anywidget, requirements.txt). With these files the built site
-loads no script, font or style from another host.
+Nothing here is committed: MathJax is installed at its pinned version by `npm ci`
+(package-lock.json); the widget runtime is the book's own source. With these files the built
+site loads no script, font or style from another host.
 
 - _assets/mathjax/          MathJax 3: the one build the pages use (tex-chtml.js) and what it loads
                             on demand (TeX extensions, CHTML fonts, menu and accessibility
                             components), not the whole distribution
-- _assets/widgets/          require.js, @jupyter-widgets/html-manager's embed-amd.js and its fonts,
-                            anywidget's AMD module, and config.js which points requirejs at them.
-                            myst-nb adds these only to pages that contain widgets.
+- _assets/widgets/runtime.js the book's own widget runtime (src/attn/widgets/static_runtime.js, ~6 kB):
+                            it renders each explorer from the widget state saved in the page by
+                            importing the explorer's own ES module. myst-nb loads it only on pages
+                            that contain widgets. (JupyterLab and Colab use anywidget's runtime.)
 - _assets/root/favicon.ico  the site's icon (drawn here: a small attention pattern), copied to the
                             site root so /favicon.ico exists
 """
@@ -18,49 +19,20 @@ from __future__ import annotations
 
 import pathlib
 import shutil
-import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
 OUT = ROOT / "_assets"
-
-# requirejs configuration, resolved against this script's own URL so the site works from any
-# base path (a sub-folder on a web host, a local file server). The widget bundles inside
-# embed-amd.js (base, controls, their 7.x twins, html-manager) take the folder of their module's URL as the place of
-# their font files: mapping them here points that at this folder, where the fonts are, instead of
-# a path relative to the page (a 404 for every icon font).
-CONFIG_JS = """\
-(function () {
-  var base = document.currentScript.src.replace(/[^/]*$/, "");
-  window.require.config({
-    paths: {
-      "@jupyter-widgets/html-manager/dist": base.replace(/\\/$/, ""),
-      "@jupyter-widgets/html-manager": base + "html-manager",
-      "@jupyter-widgets/base": base + "base",
-      "@jupyter-widgets/base7": base + "base7",
-      "@jupyter-widgets/controls": base + "controls",
-      "@jupyter-widgets/controls7": base + "controls7",
-      anywidget: base + "anywidget/index"
-    }
-  });
-})();
-"""
-
 
 # Loaded by tex-chtml.js only when a page needs them: TeX packages it autoloads (\\boldsymbol ...),
 # the CHTML fonts, and the components behind MathJax's right-click menu (speech/explorer).
 MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"]
 
 
-def anywidget_amd() -> pathlib.Path:
-    candidates = [
-        pathlib.Path(sys.prefix) / "share/jupyter/nbextensions/anywidget/index.js",
-        *pathlib.Path(sys.prefix).glob("lib/python3*/site-packages/anywidget/nbextension/index.js"),
-    ]
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise SystemExit("anywidget's AMD module was not found: is anywidget installed in this environment?")
+# The static site's widget runtime: a page with explorers loads only this, not the generic widget
+# bundle (@jupyter-widgets/html-manager's embed-amd.js with require.js: 3.6 MB, 0.9 MB gzip, plus 155 kB
+# of icon fonts) that hosted the same three explorers before.
+WIDGET_RUNTIME = ROOT / "src" / "attn" / "widgets" / "static_runtime.js"
 
 
 def favicon(path: pathlib.Path) -> None:
@@ -93,19 +65,8 @@ def main() -> None:
     shutil.copy2(mathjax / "tex-chtml.js", OUT / "mathjax/tex-chtml.js")
     for part in MATHJAX_ON_DEMAND:
         shutil.copytree(mathjax / part, OUT / "mathjax" / part, ignore=shutil.ignore_patterns("*.map"))
-    widgets = OUT / "widgets"
-    shutil.copytree(
-        NODE / "@jupyter-widgets/html-manager/dist",
-        widgets,
-        # The icon fonts' old formats (.eot, .svg, .ttf) are fallbacks no browser that runs the widget
-        # runtime asks for (it takes .woff2): 2.5 MB the site need not carry.
-        ignore=shutil.ignore_patterns("*.map", "embed.js", "embed.js.*", "libembed-amd.js", "*.d.ts",
-                                      "*.eot", "*.svg", "*.ttf"),
-    )
-    shutil.copy2(NODE / "requirejs/require.js", widgets / "require.js")
-    (widgets / "anywidget").mkdir()
-    shutil.copy2(anywidget_amd(), widgets / "anywidget/index.js")
-    (widgets / "config.js").write_text(CONFIG_JS)
+    (OUT / "widgets").mkdir()
+    shutil.copy2(WIDGET_RUNTIME, OUT / "widgets" / "runtime.js")
     favicon(OUT / "root" / "favicon.ico")
     size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"_assets/: {size / 1e6:.1f} MB of site-served front-end files")

@@ -31,7 +31,7 @@ def test_widget_runtime_is_requested_only_on_pages_with_widgets(watch):
     watch.goto("book/intro.html")
     assert not any("widgets/" in u for u in watch.requests)
     watch.goto("book/explorers.html")
-    assert any("/_static/widgets/embed-amd.js" in u for u in watch.requests)
+    assert any("/_static/widgets/runtime.js" in u for u in watch.requests)
 
 
 def test_equations_are_typeset_by_the_sites_own_mathjax(watch):
