@@ -11,6 +11,11 @@ site loads no script, font or style from another host.
                             it renders each explorer from the widget state saved in the page by
                             importing the explorer's own ES module. myst-nb loads it only on pages
                             that contain widgets. (JupyterLab and Colab use anywidget's runtime.)
+- _assets/vendor/fontawesome/webfonts/*.woff2
+                            the theme's Font Awesome fonts cut down to the icons the site can show
+                            (icon_codepoints: ~60 of ~2000 glyphs); they replace the theme's copies
+                            (html_static_path is copied after the theme's files). 274 kB -> ~15 kB
+                            on every page.
 - _assets/root/favicon.ico  the site's icon (drawn here: a small attention pattern), copied to the
                             site root so /favicon.ico exists
 """
@@ -18,6 +23,7 @@ site loads no script, font or style from another host.
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -33,6 +39,76 @@ MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"
 # bundle (@jupyter-widgets/html-manager's embed-amd.js with require.js: 3.6 MB, 0.9 MB gzip, plus 155 kB
 # of icon fonts) that hosted the same three explorers before.
 WIDGET_RUNTIME = ROOT / "src" / "attn" / "widgets" / "static_runtime.js"
+
+
+# ----- Font Awesome, cut down to the icons in use
+#
+# pydata-sphinx-theme ships Font Awesome 6's whole fonts (fa-solid-900.woff2 156 kB, fa-brands-400.woff2
+# 118 kB), and every page loads the two for a dozen header icons. The glyphs kept are those the site can
+# ask for: every icon class (`fa-bars`) named in the theme's and the book's templates, scripts, styles and
+# configuration, mapped to its code point by the theme's icon table (`.fa-bars:before{content:"\f0c9"}`),
+# and every code point a style rule draws directly (`content:"\f05a"`, e.g. admonition titles).
+# tests/test_site.py checks that every icon class in the built pages has its glyph in the fonts served.
+FA_FONTS = ["fa-solid-900.woff2", "fa-regular-400.woff2", "fa-brands-400.woff2"]
+ICON_SOURCES = ["pydata_sphinx_theme", "sphinx_book_theme", "sphinx_togglebutton", "sphinx_design", "myst_nb",
+                "sphinx_copybutton"]
+# Names the theme puts together in code (sphinx-book-theme's repository button: f"fa-{provider}").
+MADE_ICON_NAMES = {"fa-github", "fa-gitlab", "fa-bitbucket"}
+ICON_CLASS = re.compile(r"\bfa-[a-z0-9]+(?:-[a-z0-9]+)*")
+ICON_TABLE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?:before|after),?)+)\{content:"\\([0-9a-f]{4})"\}')
+ICON_CONTENT = re.compile(r'content:\s*"\\([ef][0-9a-f]{3})"')
+
+
+def theme_static() -> pathlib.Path:
+    import pydata_sphinx_theme
+
+    return pathlib.Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+
+
+def icon_table(css: str) -> dict[str, int]:
+    """``{"fa-bars": 0xF0C9, ...}`` from the theme's style sheet."""
+    table = {}
+    for selectors, code in ICON_TABLE.findall(css):
+        for name in re.findall(r"\.(fa-[a-z0-9-]+):", selectors):
+            table[name] = int(code, 16)
+    return table
+
+
+def icon_codepoints() -> set[int]:
+    """The Font Awesome code points the site can show (see the comment above FA_FONTS)."""
+    import importlib
+
+    css = (theme_static() / "styles" / "pydata-sphinx-theme.css").read_text()
+    table = icon_table(css)
+    files = [ROOT / "_config.yml", *ROOT.glob("_templates/**/*"), *ROOT.glob("_css/**/*"), *ROOT.glob("_ext/**/*")]
+    for name in ICON_SOURCES:
+        pkg = pathlib.Path(importlib.import_module(name).__file__).parent
+        files += [f for f in pkg.rglob("*") if f.suffix in {".html", ".js", ".css", ".py"} and "fontawesome" not in f.name]
+    names, direct = set(MADE_ICON_NAMES), set()
+    for f in files:
+        if not f.is_file():
+            continue
+        text = ICON_TABLE.sub("", f.read_text(errors="ignore"))  # the table itself names every icon
+        names.update(ICON_CLASS.findall(text))
+        direct.update(int(c, 16) for c in ICON_CONTENT.findall(text))
+    return {table[n] for n in names if n in table} | direct
+
+
+def subset_icon_fonts(out: pathlib.Path) -> None:
+    """Each of FA_FONTS cut down to icon_codepoints(), as .woff2 and as the .ttf fallback the theme names."""
+    from fontTools import subset
+
+    codes = icon_codepoints()
+    out.mkdir(parents=True, exist_ok=True)
+    for name in FA_FONTS:
+        for suffix, flavor in ((".woff2", "woff2"), (".ttf", None)):
+            options = subset.Options()
+            options.flavor = flavor
+            font = subset.load_font(str(theme_static() / "vendor" / "fontawesome" / "webfonts" / name), options)
+            subsetter = subset.Subsetter(options)
+            subsetter.populate(unicodes=codes)
+            subsetter.subset(font)
+            subset.save_font(font, str(out / pathlib.Path(name).with_suffix(suffix)), options)
 
 
 def favicon(path: pathlib.Path) -> None:
@@ -67,6 +143,7 @@ def main() -> None:
         shutil.copytree(mathjax / part, OUT / "mathjax" / part, ignore=shutil.ignore_patterns("*.map"))
     (OUT / "widgets").mkdir()
     shutil.copy2(WIDGET_RUNTIME, OUT / "widgets" / "runtime.js")
+    subset_icon_fonts(OUT / "vendor" / "fontawesome" / "webfonts")
     favicon(OUT / "root" / "favicon.ico")
     size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"_assets/: {size / 1e6:.1f} MB of site-served front-end files")

@@ -119,3 +119,30 @@ def test_page_views_share_a_model_and_a_failing_widget_leaves_the_others_drawn(b
         assert offhost == []
     finally:
         context.close()
+
+
+# ------------------------------------------------------------------------ the icon fonts served
+def test_every_icon_the_pages_use_has_its_glyph_in_the_cut_down_icon_fonts(built_site):
+    """scripts/assets.py serves Font Awesome cut down to the icons in use (274 kB -> ~6 kB a page):
+    an icon class in a built page whose glyph was left out would show an empty box."""
+    import sys
+
+    from fontTools.ttLib import TTFont
+
+    sys.path.insert(0, str(ROOT))
+    from scripts.assets import FA_FONTS, ICON_CLASS, icon_table, theme_static
+
+    table = icon_table((theme_static() / "styles" / "pydata-sphinx-theme.css").read_text())
+    fonts = built_site / "_static" / "vendor" / "fontawesome" / "webfonts"
+    glyphs = set()
+    for name in FA_FONTS:
+        woff2, ttf = fonts / name, (fonts / name).with_suffix(".ttf")  # the .ttf: the style sheet's fallback
+        assert woff2.stat().st_size < 10_000 and ttf.stat().st_size < 20_000, f"{name} is not the cut-down font"
+        assert set(TTFont(woff2).getBestCmap()) == set(TTFont(ttf).getBestCmap())
+        glyphs |= set(TTFont(woff2).getBestCmap())
+    used = set()
+    for page in built_site.rglob("*.html"):
+        used |= {n for n in ICON_CLASS.findall(page.read_text()) if n in table}
+    assert {"fa-bars", "fa-github", "fa-magnifying-glass"} <= used
+    missing = sorted(n for n in used if table[n] not in glyphs)
+    assert missing == [], f"icons used in the pages but left out of the fonts: {missing}"
