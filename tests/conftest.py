@@ -220,11 +220,13 @@ def browser():
 
 
 class PageWatch:
-    """A page whose off-host requests are aborted and recorded, with console errors collected."""
+    """A page whose off-host requests are aborted and recorded, with console errors collected.
+    ``context_options`` go to Playwright's ``new_context`` (a phone's viewport, touch); a 1280 x 900
+    desktop window by default."""
 
-    def __init__(self, browser, base: str):
+    def __init__(self, browser, base: str, **context_options):
         self.base = base
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.context = browser.new_context(**({"viewport": {"width": 1280, "height": 900}} | context_options))
         self.page = self.context.new_page()
         self.offhost: list[str] = []
         self.failed: list[str] = []
