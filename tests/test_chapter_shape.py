@@ -24,7 +24,6 @@ PLUMBING = re.compile(r"^\s*(assert\b|glue\()")
 PENDING = {
     "applications.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "build_it_yourself.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
-    "causal_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "cross_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "debugging_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
     "efficient_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column"},
@@ -34,7 +33,6 @@ PENDING = {
     "positional_encodings.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
     "self_attention.ipynb": {"test_no_visible_checks_or_glue", "test_prose_is_a_chapter_not_a_treatise", "test_visible_code_fits_the_column"},
     "transformer_architecture.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
-    "why_attention.ipynb": {"test_no_visible_checks_or_glue", "test_visible_code_fits_the_column", "test_visible_code_is_short"},
 }
 
 

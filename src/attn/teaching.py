@@ -99,7 +99,10 @@ def token_dependency(model: nn.Module, x: torch.Tensor, vocab_size: int,
 def causal_alignment(fn: Callable[..., torch.Tensor]) -> str:
     """Which causal row ``fn(q, k, v, is_causal=True)`` uses for one query and five keys:
     ``"top-left"`` (the first row of the causal matrix), ``"bottom-right"`` (the last row, what
-    cached decoding needs), ``"an error"`` (it refuses the call) or ``"other"``."""
+    cached decoding needs), ``"an error"`` (it refuses the call) or ``"other"``.
+
+    Shape: ``fn`` is called with ``q`` ``(1, 1, 8)`` and ``k``, ``v`` ``(1, 5, 8)``, seeded.
+    """
     g = torch.Generator().manual_seed(5)
     q1, k5, v5 = (torch.randn(1, n, 8, generator=g) for n in (1, 5, 5))  # (1, L|S, E)
     try:
