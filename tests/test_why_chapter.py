@@ -110,9 +110,12 @@ def test_convolution_stack_reaches_as_far_as_the_path_length_formula_says(kernel
 
 def test_layer_times_times_every_layer_length_and_kind():
     layers = {"GRU": nn.GRU(4, 4, batch_first=True), "attention": attn.MultiHeadAttention(4, 2)}
-    times = attn.measure.layer_times(layers, [3, 5], batch=2, width=4, min_run_time=0)
-    assert set(times) == {(name, n, kind) for name in layers for n in (3, 5) for kind in ("fwd", "fwd+bwd")}
-    assert all(t > 0 for t in times.values())
+    for clock in ("wall", "process"):
+        times = attn.measure.layer_times(layers, [3, 5], batch=2, width=4, min_run_time=0, clock=clock)
+        assert set(times) == {(name, n, kind) for name in layers for n in (3, 5) for kind in ("fwd", "fwd+bwd")}
+        assert all(t > 0 for t in times.values())
+    with pytest.raises(ValueError, match="clock"):
+        attn.measure.layer_times(layers, [3], batch=1, width=4, min_run_time=0, clock="sundial")
 
 
 def test_additive_attention_follows_its_formula_and_gives_no_weight_to_padding():

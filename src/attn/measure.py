@@ -260,11 +260,12 @@ __all__ += ["autograd_depth", "gradient_by_distance", "layer_times", "layers_to_
 
 
 def layer_times(layers: Mapping[str, Callable], lengths, *, batch: int, width: int,
-                min_run_time: float = 0.02) -> dict[tuple[str, int, str], float]:
+                min_run_time: float = 0.02, clock: str = "wall") -> dict[tuple[str, int, str], float]:
     """Median seconds of each sequence layer, forward (``"fwd"``) and forward plus backward
     (``"fwd+bwd"``), on a random batch ``(batch, n, width)`` for each length ``n``, timed with
-    :func:`seconds`. A layer returns ``(output, extra)``, as ``nn.LSTM`` and the attention
-    modules of ``attn`` do. Returns ``{(name, n, kind): seconds}``."""
+    :func:`seconds` on ``clock`` (``"process"`` on one thread: what other programs barely change).
+    A layer returns ``(output, extra)``, as ``nn.LSTM`` and the attention modules of ``attn`` do.
+    Returns ``{(name, n, kind): seconds}``."""
     import torch
 
     times = {}
@@ -272,8 +273,8 @@ def layer_times(layers: Mapping[str, Callable], lengths, *, batch: int, width: i
         x = torch.randn(batch, n, width, requires_grad=True)  # (B, n, D)
         for name, layer in layers.items():
             f = lambda x, layer=layer: layer(x)[0]  # noqa: E731  (B, n, D)
-            times[name, n, "fwd"] = seconds("f(x)", f=f, x=x, min_run_time=min_run_time)
-            times[name, n, "fwd+bwd"] = seconds("f(x).sum().backward()", f=f, x=x, min_run_time=min_run_time)
+            for kind, stmt in (("fwd", "f(x)"), ("fwd+bwd", "f(x).sum().backward()")):
+                times[name, n, kind] = seconds(stmt, f=f, x=x, min_run_time=min_run_time, clock=clock)
     return times
 
 
