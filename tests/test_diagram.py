@@ -135,6 +135,22 @@ def test_tiled_pass_shows_the_rescale_only_where_the_running_max_rises():
     plt.close(fig)
 
 
+def test_tiled_pass_draws_the_state_attn_efficient_computes(monkeypatch):
+    from attn.efficient import tiled
+
+    steps = list(tiled.online_softmax_steps(_SCORES, _VALUES, 2))
+    fig = tiled_pass(_SCORES, _VALUES, block_size=2)
+    texts = "\n".join(_texts(fig))
+    for st in steps:
+        assert f"m = {st['m']:.2f}" in texts and f"= {st['ell']:.2f}" in texts and f"= {st['a']:.2f}" in texts
+    plt.close(fig)
+    # one source of the numbers: the figure draws what the package's update yields
+    monkeypatch.setattr(tiled, "online_softmax_steps", lambda *_: iter([{**st, "m": 9.25} for st in steps]))
+    fig = tiled_pass(_SCORES, _VALUES, block_size=2)
+    assert "m = 9.25" in "\n".join(_texts(fig))
+    plt.close(fig)
+
+
 def test_tiled_pass_takes_any_block_size_and_refuses_bad_input_by_name():
     fig = tiled_pass(_SCORES, _VALUES, block_size=3)  # blocks of 3, 3, 2
     texts = "\n".join(_texts(fig))

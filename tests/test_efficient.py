@@ -1,6 +1,7 @@
 """attn.efficient against PyTorch's attention (F.scaled_dot_product_attention under the matching
 mask) or against the maths. Tolerances: float32 1e-5 unless stated; float64 1e-10."""
 
+import math
 import pathlib
 import re
 
@@ -103,6 +104,50 @@ def test_tiled_rejects_mask_of_wrong_shape():
     q, k, v = qkv(1, 1, 8, 4)
     with pytest.raises(ValueError, match=r"mask of shape \(7, 8\)"):
         ef.tiled_attention(q, k, v, mask=torch.ones(7, 8, dtype=torch.bool))
+
+
+# --- the online softmax, step by step (the tiled pass's figure draws these) ----------------------
+
+_SCORES, _VALUES = [1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0], [2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0]
+
+
+@pytest.mark.parametrize("block_size", [1, 2, 3, 8])
+def test_online_softmax_steps_carry_the_softmax_of_every_prefix(block_size):
+    s, v = torch.tensor(_SCORES, dtype=torch.float64), torch.tensor(_VALUES, dtype=torch.float64)
+    steps = list(ef.online_softmax_steps(_SCORES, _VALUES, block_size))
+    assert [st["start"] for st in steps] == list(range(0, 8, block_size))
+    for st, nxt in zip(steps, steps[1:] + [None], strict=True):
+        end = nxt["start"] if nxt else 8
+        prefix = s[:end]
+        # after a block: m is the prefix's max, a / ell its attention output, ell its exp-sum under m
+        assert st["m"] == float(prefix.max())
+        assert st["ell"] == pytest.approx(float((prefix - st["m"]).exp().sum()), rel=1e-12)
+        assert st["a"] / st["ell"] == pytest.approx(float(torch.softmax(prefix, 0) @ v[:end]), rel=1e-12)
+        # the carried state is rescaled by exp(m_old - m): 0 for the first block, 1 where m kept
+        assert st["rescale"] == pytest.approx(math.exp(st["m_old"] - st["m"]), rel=1e-12)
+        assert st["ell"] == pytest.approx(st["rescale"] * st["ell_old"] + st["block_ell"], rel=1e-12)
+        assert st["a"] == pytest.approx(st["rescale"] * st["a_old"] + st["block_a"], rel=1e-12)
+        if nxt:
+            assert (nxt["m_old"], nxt["ell_old"], nxt["a_old"]) == (st["m"], st["ell"], st["a"])
+    assert steps[0]["rescale"] == 0 and steps[0]["ell_old"] == steps[0]["a_old"] == 0
+
+
+@pytest.mark.parametrize("block_size", [1, 3])
+def test_online_softmax_steps_end_where_tiled_attention_does(block_size):
+    # one query, E = 1: q = 1 and k = the scores give exactly these scores under scale = 1
+    s, v = torch.tensor(_SCORES, dtype=torch.float64), torch.tensor(_VALUES, dtype=torch.float64)
+    last = list(ef.online_softmax_steps(_SCORES, _VALUES, block_size))[-1]
+    out = ef.tiled_attention(torch.ones(1, 1, dtype=torch.float64), s[:, None], v[:, None], scale=1.0, block_size=block_size)
+    assert last["a"] / last["ell"] == pytest.approx(float(out), rel=1e-12)
+
+
+def test_online_softmax_steps_check_their_arguments_when_called():
+    with pytest.raises(ValueError, match=r"^block_size must be a positive integer, got 0$"):
+        ef.online_softmax_steps(_SCORES, _VALUES, 0)  # at the call, not at the first next()
+    with pytest.raises(ValueError, match=r"8 scores and 7 values"):
+        ef.online_softmax_steps(_SCORES, _VALUES[:7], 2)
+    with pytest.raises(ValueError, match=r"0 scores and 0 values"):
+        ef.online_softmax_steps([], [], 2)
 
 
 # --- tiled: what mutation testing found unpinned (issue 18) ------------------------------------
@@ -703,3 +748,13 @@ def test_write_rows_writes_what_measured_reads(tmp_path, monkeypatch):
     assert results.measured("bench_x") == rows
     with pytest.raises(ValueError, match="no rows"):
         results.write_rows(tmp_path / "empty.csv", [])
+
+
+def test_meta_flops_equals_a_real_count_and_grows_as_n_squared_for_full_attention():
+    from attn import teaching
+
+    q, k, v = (torch.randn(1, 4, 64, 32) for _ in range(3))
+    with torch.no_grad():
+        real = attn.measure.flops(attn.functional.explicit_attention, q, k, v)
+    assert teaching.meta_flops(attn.functional.explicit_attention, 64) == real == 2 * 2 * 4 * 64 * 64 * 32
+    assert teaching.meta_flops(ef.linear_attention, 128) < teaching.meta_flops(attn.functional.explicit_attention, 128)

@@ -79,6 +79,18 @@ def test_reader_edition_keeps_code_and_outputs_but_drops_glue_records(root, edit
     assert images >= 1
 
 
+def test_reader_edition_folds_the_code_the_site_hides(root, editions):
+    source = nbformat.read(root / "book/self_attention.ipynb", as_version=4)
+    edition = editions[root / "book/self_attention.ipynb"]
+    src_code = [c for c in source.cells if c.cell_type == "code"]
+    ed_code = [c for c in edition.cells if c.cell_type == "code"]
+    hidden = [bool(reader.HIDDEN_TAGS & set(c.metadata.get("tags", []))) for c in src_code]
+    assert any(hidden) and not all(hidden)
+    for was_hidden, cell in zip(hidden, ed_code, strict=True):
+        folded = cell.metadata.get("jupyter", {}).get("source_hidden", False)
+        assert folded == was_hidden and (cell.metadata.get("cellView") == "form") == was_hidden
+
+
 @pytest.mark.parametrize("myst, expected", [
     ("takes {glue:text}`x` of it", "takes 0.25 of it"),
     ("takes {glue:text}`x:.1%` of it", "takes 25.0% of it"),

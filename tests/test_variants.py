@@ -389,3 +389,12 @@ def test_t5_stacks_the_blocks_layers_built_with_rms_norm_and_no_biases():
     layer = ours.decoder[0]
     assert layer.norm_first and all(isinstance(n, nn.RMSNorm) for n in (layer.norm1, layer.norm2, layer.norm3))
     assert not any(name.endswith("bias") for name, _ in layer.named_parameters() if "positional" not in name)
+
+
+def test_smooth_is_a_trailing_mean_with_a_short_start():
+    from attn import teaching
+
+    assert teaching.smooth([1, 3, 5, 7], k=2) == [1.0, 2.0, 4.0, 6.0]
+    assert teaching.smooth([2.0] * 30) == [2.0] * 30
+    with pytest.raises(ValueError, match="k must be a positive integer"):
+        teaching.smooth([1.0], k=0)

@@ -11,6 +11,7 @@ correct layer is a few lines a reader can compare. Every layer follows the contr
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -21,6 +22,7 @@ from attn.positional import sinusoidal_table
 
 __all__ = [
     "BUGS",
+    "CAUSAL_BUGS",
     "DecoderLayer",
     "ForgotPositions",
     "HeadsWithoutTranspose",
@@ -33,6 +35,10 @@ __all__ = [
     "Reference",
     "StaleTrainingMask",
     "TruncatedHeads",
+    "init_probe",
+    "seeded",
+    "without_positions",
+    "zoo",
 ]
 
 
@@ -225,3 +231,67 @@ BUGS: dict[str, tuple[type[Reference], str]] = {
     "-1e9 in float16": (MinusBigInHalf, "additive -1e9 mask"),
     "d_model not divisible by heads": (TruncatedHeads, "head width rounded down"),
 }
+
+
+def seeded(cls: type[Reference], *, d_model: int = 32, num_heads: int = 4, is_causal: bool = False,
+           seed: int = 0, **kwargs) -> Reference:
+    """``cls(d_model, num_heads, is_causal=..., **kwargs)`` built right after ``torch.manual_seed(seed)``.
+
+    Every layer of the chapter is built this way, so that the bug is its only difference from
+    :class:`Reference` (the same seed gives the same weights). The global generator is seeded, as
+    the chapter's cells expect: what they draw next follows from ``seed``.
+    """
+    torch.manual_seed(seed)
+    return cls(d_model, num_heads, is_causal=is_causal, **kwargs)
+
+
+@functools.cache
+def without_positions(cls: type[Reference]) -> type[Reference]:
+    """``cls`` with :class:`ForgotPositions`'s omission too (``ForgotPositions`` itself for
+    :class:`Reference`): its scores depend on ``q · k`` alone, whatever the token order."""
+    if issubclass(ForgotPositions, cls):
+        return ForgotPositions
+    return type(f"{cls.__name__}NoPositions", (cls, ForgotPositions), {})
+
+
+def _mean_entropy(w: torch.Tensor) -> float:
+    """Normalised entropy of each row of weights ``(..., S)``, averaged: 1 = uniform, 0 = one-hot."""
+    return float((-torch.special.xlogy(w, w).sum(-1) / math.log(w.shape[-1])).mean())
+
+
+def init_probe(cls: type[Reference], d_k: int, seed: int) -> tuple[float, float]:
+    """The attention of ``cls`` at initialisation, without positions: ``(entropy, largest weight)``.
+
+    A seeded layer with 4 heads of width ``d_k`` (``D = 4 d_k``, positions left out so that the
+    scores depend on ``q · k`` alone) reads a seeded input ``(4, 16, D)``. Returns the mean
+    normalised entropy of its weight rows (1 = uniform, 0 = one key takes all) and the mean of
+    each row's largest weight.
+    """
+    x = torch.randn(4, 16, 4 * d_k, generator=torch.Generator().manual_seed(d_k + 1000 * seed))
+    m = seeded(without_positions(cls), d_model=4 * d_k, seed=seed)
+    with torch.no_grad():
+        m(x)
+    return _mean_entropy(m.last_weights), float(m.last_weights.amax(-1).mean())
+
+
+#: The bugs that show in a causal layer: :func:`zoo` builds them with ``is_causal=True``.
+CAUSAL_BUGS = frozenset({MaskAfterSoftmax, OffByOneCausal, StaleTrainingMask, KeysFromDecoder})
+
+
+def zoo(memory: torch.Tensor, *, d_model: int = 32, num_heads: int = 4):
+    """Every bug of :data:`BUGS`, built as the chapter's summary table checks it.
+
+    Yields ``(name, what, module, d_model, is_causal)`` per bug, in the chapter's order: causal
+    bugs in a causal layer, :class:`KeysFromDecoder` inside a :class:`DecoderLayer` over
+    ``memory`` ``(1, S, D)``, :class:`TruncatedHeads` at width 30 (not divisible by 4 heads).
+    Each module is built after ``torch.manual_seed(0)``, when the previous one has been used.
+    """
+    for name, (cls, what) in BUGS.items():
+        causal = cls in CAUSAL_BUGS
+        torch.manual_seed(0)
+        if cls is KeysFromDecoder:
+            module, width = DecoderLayer(d_model, num_heads, memory, cross=cls), d_model
+        else:
+            width = 30 if cls is TruncatedHeads else d_model
+            module = seeded(cls, d_model=width, num_heads=num_heads, is_causal=causal)
+        yield name, what, module, width, causal

@@ -35,10 +35,20 @@ _INPUT = "#ffffff"
 _W, _H = 3.2, 0.52  # box width and height, in data units
 
 
-def _box(ax, x: float, y: float, text: str, colour: str = _PLAIN, *, h: float = _H, bold: bool = False):
-    ax.add_patch(FancyBboxPatch((x - _W / 2, y - h / 2), _W, h, boxstyle="round,pad=0.02,rounding_size=0.08",
-                                facecolor=colour, edgecolor="#333333", linewidth=1.0))
-    ax.text(x, y, text, ha="center", va="center", fontsize=7.5, fontweight="bold" if bold else "normal")
+def _box(ax, x: float, y: float, text: str, colour: str = _PLAIN, *, w: float | None = None,
+         h: float | None = None, bold: bool = False, edge: str = "#333333", fontsize: float = 7.5,
+         small: bool = False):
+    """A rounded box of width ``w`` and height ``h`` centred at (x, y), with its text in the middle.
+
+    ``small`` is the style of the self-attention figures: 1.5 × 0.5 by default (not the
+    architecture boxes' ``_W × _H``), tighter corners, and a bold box gets a heavier edge too.
+    """
+    w = (1.5 if small else _W) if w is None else w
+    h = (0.5 if small else _H) if h is None else h
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
+                                boxstyle=f"round,pad=0.02,rounding_size={0.06 if small else 0.08}",
+                                facecolor=colour, edgecolor=edge, linewidth=1.6 if small and bold else 1.0))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, fontweight="bold" if bold else "normal")
 
 
 def _arrow(ax, start: tuple[float, float], end: tuple[float, float], *, colour: str = "#333333",
@@ -147,13 +157,6 @@ def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] =
 
 
 
-def _small_box(ax, x: float, y: float, text: str, colour: str = _PLAIN, *, w: float = 1.5, h: float = 0.5,
-               bold: bool = False, edge: str = "#333333", fontsize: float = 7.5):
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.06",
-                                facecolor=colour, edgecolor=edge, linewidth=1.6 if bold else 1.0))
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, fontweight="bold" if bold else "normal")
-
-
 def soft_lookup(keys, values, weights, *, query: str = "query", figsize: tuple[float, float] = (9.0, 3.4)):
     """A dictionary lookup, hard and soft: the motivation for attention.
 
@@ -188,15 +191,15 @@ def soft_lookup(keys, values, weights, *, query: str = "query", figsize: tuple[f
         ax.set_ylim(-1.6, n + 0.2)
         ax.axis("off")
         ax.set_title(title, fontsize=9.5)
-        _small_box(ax, 1.2, (n - 1) / 2, str(query), "#cfe1f2", bold=True, w=1.6)
+        _box(ax, 1.2, (n - 1) / 2, str(query), "#cfe1f2", bold=True, small=True, w=1.6)
         ax.text(5.0, n - 0.35, "key", ha="center", fontsize=7.5, color="#555555")
         ax.text(8.3, n - 0.35, "value", ha="center", fontsize=7.5, color="#555555")
         for j, (k, v, wj) in enumerate(zip(keys, values, w, strict=True)):
             y = n - 1 - j
             on = wj > 0
-            _small_box(ax, 5.0, y, str(k), ATTENTION_COLOURS["encoder self-attention"] if on else _PLAIN,
-                       w=1.6)
-            _small_box(ax, 8.3, y, f"{v:g}", _PLAIN, w=1.2)
+            _box(ax, 5.0, y, str(k), ATTENTION_COLOURS["encoder self-attention"] if on else _PLAIN,
+                 small=True, w=1.6)
+            _box(ax, 8.3, y, f"{v:g}", _PLAIN, small=True, w=1.2)
             ax.plot([5.8, 7.7], [y, y], color="#999999", lw=0.8, ls=":")
             _arrow(ax, (2.0, (n - 1) / 2), (4.2, y), colour="#1f4e79" if on else "#bbbbbb",
                    style="-|>" if on else "-")
@@ -250,7 +253,7 @@ def qkv_flow(tokens, query: int = 0, *, weights=None, figsize: tuple[float, floa
         ax.text(-1.45, y, text, fontsize=7.5, va="center", color="#555555", style="italic")
     # the query: x_query -> W_Q -> q (an arc above the embeddings), then a bus along the scores' row
     xq, bus_y = 1.2, 4.1
-    _small_box(ax, xq, yx, "q = x W_Q\n(1, E)", q_c, bold=True, w=1.4, h=0.7)
+    _box(ax, xq, yx, "q = x W_Q\n(1, E)", q_c, bold=True, small=True, w=1.4, h=0.7)
     _arrow(ax, (xs[query], yx + 0.25), (xq, yx + 0.35), colour="#1f4e79", rad=0.25 if query else 0.6)
     ax.text((xq + xs[query]) / 2, yx + 0.75 + 0.1 * query, "× W_Q  (D, E)", fontsize=7, color="#1f4e79",
             ha="center")
@@ -258,19 +261,19 @@ def qkv_flow(tokens, query: int = 0, *, weights=None, figsize: tuple[float, floa
     ax.text(xq + 0.1, bus_y + 0.15, "q to every key", fontsize=7, color="#1f4e79")
     for j, (x, tok) in enumerate(zip(xs, tokens, strict=True)):
         xk, xv = x - 0.7, x + 0.7
-        _small_box(ax, x, yx, f"x ({tok})  (1, D)", "#ffffff", bold=j == query, w=2.3,
-                   edge="#1f4e79" if j == query else "#333333")
-        _small_box(ax, xk, ykv, "k = x W_K\n(1, E)", key_c, w=1.3, h=0.7)
-        _small_box(ax, xv, ykv, "v = x W_V\n(1, E)", val_c, w=1.3, h=0.7)
+        _box(ax, x, yx, f"x ({tok})  (1, D)", "#ffffff", bold=j == query, small=True, w=2.3,
+             edge="#1f4e79" if j == query else "#333333")
+        _box(ax, xk, ykv, "k = x W_K\n(1, E)", key_c, small=True, w=1.3, h=0.7)
+        _box(ax, xv, ykv, "v = x W_V\n(1, E)", val_c, small=True, w=1.3, h=0.7)
         _arrow(ax, (x - 0.3, yx - 0.25), (xk, ykv + 0.35))
         _arrow(ax, (x + 0.3, yx - 0.25), (xv, ykv + 0.35))
-        _small_box(ax, xk, ys, "q·k / √E", "#fde2c8", w=1.3)
+        _box(ax, xk, ys, "q·k / √E", "#fde2c8", small=True, w=1.3)
         _arrow(ax, (xk, ykv - 0.35), (xk, ys + 0.25))
         _arrow(ax, (xk - 0.5, bus_y), (xk - 0.35, ys + 0.25), colour="#1f4e79")
         label = "a" if weights is None else f"a = {float(weights[j]):.3f}"
-        _small_box(ax, xk, ya, label, "#fbd3c0", w=1.3)
+        _box(ax, xk, ya, label, "#fbd3c0", small=True, w=1.3)
         _arrow(ax, (xk, ys - 0.25), (xk, ya + 0.25))
-        _small_box(ax, x, yp, "a · v  (1, E)", _PLAIN, w=1.5)
+        _box(ax, x, yp, "a · v  (1, E)", _PLAIN, small=True, w=1.5)
         _arrow(ax, (xk, ya - 0.25), (x - 0.3, yp + 0.25))
         _arrow(ax, (xv, ykv - 0.35), (x + 0.3, yp + 0.25), colour="#4f772d")
         _arrow(ax, (x, yp - 0.25), (x, yz + 0.22))
@@ -288,25 +291,6 @@ def qkv_flow(tokens, query: int = 0, *, weights=None, figsize: tuple[float, floa
 
 
 # --- efficient figures -------------------------------------------------------------------------------
-
-
-
-def _online_softmax_steps(scores, values, block_size):
-    """The running max ``m``, sum ``ell`` and unnormalised output ``a`` after each block of keys, the
-    block's own sums under the new max, and the factor ``exp(m_old - m)`` that rescaled what was
-    carried in (plain floats, one query)."""
-    steps, m, ell, a = [], -math.inf, 0.0, 0.0
-    for start in range(0, len(scores), block_size):
-        s, v = scores[start:start + block_size], values[start:start + block_size]
-        m_new = max(m, *s)
-        rescale = math.exp(m - m_new)  # 0 before the first block (m = -inf)
-        block_ell = sum(math.exp(x - m_new) for x in s)
-        block_a = sum(math.exp(x - m_new) * y for x, y in zip(s, v, strict=True))
-        steps.append({"start": start, "m_old": m, "m": m_new, "rescale": rescale, "ell_old": ell, "a_old": a,
-                      "block_ell": block_ell, "block_a": block_a,
-                      "ell": rescale * ell + block_ell, "a": rescale * a + block_a})
-        m, ell, a = m_new, rescale * ell + block_ell, rescale * a + block_a
-    return steps
 
 
 def tiled_pass(scores=(1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), values=(2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0), *,
@@ -332,13 +316,10 @@ def tiled_pass(scores=(1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), values=(2.0, 0.0
         ValueError: if ``scores`` and ``values`` differ in length, are empty, or ``block_size`` is
             not a positive integer.
     """
+    from attn.efficient.tiled import online_softmax_steps  # the package's own update, block by block
+
     scores, values = [float(x) for x in scores], [float(x) for x in values]
-    if not scores or len(scores) != len(values):
-        raise ValueError(f"scores and values need the same, non-zero length; got {len(scores)} scores and "
-                         f"{len(values)} values")
-    if not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
-    steps = _online_softmax_steps(scores, values, block_size)
+    steps = list(online_softmax_steps(scores, values, block_size))  # checks the arguments
     n, cell = len(scores), 1.0
     gap = 0.35  # between blocks
     x_of = [j * cell + (j // block_size) * gap for j in range(n)]  # left edge of key j

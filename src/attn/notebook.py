@@ -20,7 +20,7 @@ import importlib.util
 import os
 from typing import Any
 
-__all__ = ["below", "glue", "require"]
+__all__ = ["below", "glue", "require", "span"]
 
 
 def glue(name: str, value: Any, *, display: bool = False) -> None:
@@ -106,3 +106,13 @@ def below(value: float, bound: float) -> str:
     if not value < bound:  # also catches NaN
         raise AssertionError(f"expected a value below {bound:g}, got {value:g}")
     return f"{bound:.0e}"
+
+
+def span(values, digits: int = 2) -> str:
+    """The range of ``values`` as text at ``digits`` decimals: ``"0.45 to 0.49"``, or ``"0.47"``
+    when both ends round alike (a spread over seeds, shown at the precision a table gives it)."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("span needs at least one value, got none")
+    lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
+    return lo if lo == hi else f"{lo} to {hi}"

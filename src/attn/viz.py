@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-__all__ = ["Table", "heatmap", "heatmaps"]
+__all__ = ["Table", "heatmap", "heatmaps", "weights_table"]
 
 
 def _np(x) -> np.ndarray:
@@ -147,3 +147,27 @@ class Table:
         head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
         return f'<table class="attn-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def weights_table(tokens: Sequence[str], weights: Mapping[str, torch.Tensor], *, floatfmt: str = ".3f") -> Table:
+    """Self-attention weights of several implementations side by side, one row per query token.
+
+    Args:
+        tokens: the ``L`` token labels (queries and keys: self-attention).
+        weights: name -> weights ``(L, L)``, in the order the columns take.
+        floatfmt: format of the weights.
+
+    Returns:
+        A :class:`Table` with the columns ``query``, then ``"<name>: <key token>"`` for each name
+        and key.
+
+    Raises:
+        ValueError: if a weight matrix is not ``(L, L)`` for the ``L`` tokens given.
+    """
+    tokens = [str(t) for t in tokens]
+    L = len(tokens)
+    for name, w in weights.items():
+        if tuple(w.shape) != (L, L):
+            raise ValueError(f"weights[{name!r}] must be ({L}, {L}) for {L} tokens, got {tuple(w.shape)}")
+    rows = [[t, *(v for w in weights.values() for v in w[i].tolist())] for i, t in enumerate(tokens)]
+    return Table(rows, ["query", *(f"{name}: {t}" for name in weights for t in tokens)], floatfmt=floatfmt)

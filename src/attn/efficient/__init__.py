@@ -36,7 +36,7 @@ from attn.efficient.sparse import (
     longformer_attention,
     random_keys,
 )
-from attn.efficient.tiled import tiled_attention
+from attn.efficient.tiled import online_softmax_steps, online_softmax_update, tiled_attention
 
 __all__ = [
     "KINDS",
@@ -55,6 +55,8 @@ __all__ = [
     "linformer_attention",
     "longformer_attention",
     "measured",
+    "online_softmax_steps",
+    "online_softmax_update",
     "random_keys",
     "saved_activation_bytes",
     "sdpa_cases",

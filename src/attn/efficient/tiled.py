@@ -26,7 +26,7 @@ import torch
 
 from attn import _checks, masks
 
-__all__ = ["tiled_attention"]
+__all__ = ["online_softmax_steps", "online_softmax_update", "tiled_attention"]
 
 
 def tiled_attention(
@@ -115,20 +115,88 @@ def tiled_attention(
                     s = s.masked_fill(~mt, float("-inf"))
                 else:
                     s = s + mt
-            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, b, 1)
-            m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # rows with nothing seen yet
-            corr = torch.exp(m - m_safe)  # rescales the old sums; 0 while m is -inf
-            if grad:
-                p = torch.exp(s - m_safe)  # (N, b, b)
-                denom = denom * corr + p.sum(dim=-1, keepdim=True)
-                acc = torch.baddbmm(acc * corr, p, vf[:, j0:j1])  # (N, b, Ev)
-            else:
-                p = s.sub_(m_safe).exp_()
-                denom.mul_(corr).add_(p.sum(dim=-1, keepdim=True))
-                acc.mul_(corr).baddbmm_(p, vf[:, j0:j1])
-            m = m_new
+            m, denom, acc, _, _ = online_softmax_update(m, denom, acc, s, vf[:, j0:j1], inplace=not grad)
         # A row that saw no key has denom = 0 and acc = 0: divide it by 1, giving zeros, not 0/0. (A
         # row that saw a key has denom >= 1: its maximum contributes exp(0).) Dividing by a tiny
         # number instead would send a gradient of 1/tiny back, which overflows: inf * 0 = NaN.
         out[:, i0:i1] = acc / denom.masked_fill(denom == 0, 1.0)
     return out.reshape(*batch, L, Ev).to(dtype)
+
+
+def online_softmax_update(
+    m: torch.Tensor,
+    denom: torch.Tensor,
+    acc: torch.Tensor,
+    s: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    inplace: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Fold one tile of scores into the running state of the online softmax (the module's formula).
+
+    Args:
+        m: running row maximum ``(N, b, 1)``, ``-inf`` for a row that has seen no key yet.
+        denom: running normaliser ``(N, b, 1)`` (``l``). acc: running unnormalised output ``(N, b, Ev)``.
+        s: this tile's scores ``(N, b, t)``, ``-inf`` where a key is hidden. v: its values ``(N, t, Ev)``.
+        inplace: update ``s``, ``denom`` and ``acc`` in place (faster; only without autograd).
+
+    Returns:
+        ``(m', denom', acc', corr, p)``: the new state; ``corr = exp(m - m')``, the factor that
+        rescaled the old sums (0 while a row has seen no key, 1 where its maximum did not rise);
+        and ``p = exp(s - m')`` ``(N, b, t)``, the tile's own unnormalised weights.
+    """
+    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (N, b, 1)
+    m_safe = m_new.masked_fill(m_new == float("-inf"), 0.0)  # rows with nothing seen yet
+    corr = torch.exp(m - m_safe)  # rescales the old sums; 0 while m is -inf
+    if inplace:
+        p = s.sub_(m_safe).exp_()
+        denom.mul_(corr).add_(p.sum(dim=-1, keepdim=True))
+        acc.mul_(corr).baddbmm_(p, v)
+    else:
+        p = torch.exp(s - m_safe)  # (N, b, t)
+        denom = denom * corr + p.sum(dim=-1, keepdim=True)
+        acc = torch.baddbmm(acc * corr, p, v)  # (N, b, Ev)
+    return m_new, denom, acc, corr, p
+
+
+def online_softmax_steps(scores, values, block_size: int):
+    """One query's online softmax, a block of keys at a time: yields the state after each block.
+
+    The step-by-step view of :func:`tiled_attention`'s inner loop (the same
+    :func:`online_softmax_update`), in float64, for a few scores and one-number values, as the
+    "Efficient attention" chapter's figure (:func:`attn.diagram.tiled_pass`) draws it.
+
+    Args:
+        scores: the query's scores, one per key (already scaled). values: one number per key.
+        block_size: keys per block.
+
+    Yields:
+        One dict of floats per block: ``start`` (its first key), ``m_old``, ``m`` (the running
+        maximum before and after), ``rescale`` (``exp(m_old - m)``), ``ell_old``, ``a_old`` (the
+        running sum and unnormalised output carried in), ``block_ell``, ``block_a`` (this block's
+        own sums under the new maximum) and ``ell``, ``a`` (the state carried out). After the last
+        block ``a / ell`` is the attention output.
+
+    Raises:
+        ValueError: if ``scores`` and ``values`` differ in length or are empty, or ``block_size`` is
+            not a positive integer.
+    """
+    s = torch.as_tensor(scores, dtype=torch.float64).reshape(1, 1, -1)  # (1, 1, S)
+    v = torch.as_tensor(values, dtype=torch.float64).reshape(1, -1, 1)  # (1, S, 1)
+    if s.numel() == 0 or s.numel() != v.numel():
+        raise ValueError(f"scores and values need the same, non-zero length; got {s.numel()} scores and "
+                         f"{v.numel()} values")
+    _checks.positive_int("block_size", block_size)
+    return _steps(s, v, block_size)  # checked above, now: a generator body would check only when first read
+
+
+def _steps(s: torch.Tensor, v: torch.Tensor, block_size: int):
+    m = s.new_full((1, 1, 1), float("-inf"))
+    ell, a = s.new_zeros(1, 1, 1), s.new_zeros(1, 1, 1)
+    for start in range(0, s.shape[-1], block_size):
+        vb = v[:, start : start + block_size]
+        m_new, ell_new, a_new, corr, p = online_softmax_update(m, ell, a, s[..., start : start + block_size], vb)
+        yield {"start": start, "m_old": float(m), "m": float(m_new), "rescale": float(corr),
+               "ell_old": float(ell), "a_old": float(a), "block_ell": float(p.sum()), "block_a": float(p @ vb),
+               "ell": float(ell_new), "a": float(a_new)}
+        m, ell, a = m_new, ell_new, a_new

@@ -1,0 +1,83 @@
+"""The harness of book/debugging_attention.ipynb, moved into the package: seeded bug layers
+(attn.bugs.seeded, without_positions, init_probe, zoo), the text of a spread over seeds
+(attn.notebook.span) and the side-by-side weights table (attn.viz.weights_table)."""
+
+import pytest
+import torch
+
+from attn import bugs, diagnose
+from attn.notebook import span
+from attn.viz import weights_table
+
+
+def test_seeded_layers_differ_from_the_reference_only_by_their_bug():
+    ref, bug = bugs.seeded(bugs.Reference), bugs.seeded(bugs.NoScale)
+    assert type(bug) is bugs.NoScale and (bug.d_model, bug.num_heads) == (32, 4)
+    for (name, a), (_, b) in zip(ref.state_dict().items(), bug.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name
+    other = bugs.seeded(bugs.Reference, seed=1)
+    assert not torch.equal(other.qkv.weight, ref.qkv.weight)
+
+
+def test_seeded_seeds_the_global_generator_as_the_chapter_expects():
+    bugs.seeded(bugs.Reference, d_model=8, num_heads=2, seed=3)
+    after = torch.randn(4)
+    torch.manual_seed(3)
+    bugs.Reference(8, 2)
+    assert torch.equal(after, torch.randn(4))
+
+
+def test_without_positions_removes_only_the_positions():
+    x = torch.randn(1, 6, 32)
+    rev = torch.arange(5, -1, -1)
+    for cls in (bugs.Reference, bugs.NoScale):
+        plain = bugs.without_positions(cls)
+        assert issubclass(plain, bugs.ForgotPositions) and issubclass(plain, cls)
+        assert bugs.without_positions(cls) is plain  # one class per bug, not a new one per call
+        m = bugs.seeded(plain)
+        with torch.no_grad():  # no positions: reversing the tokens reverses the outputs
+            torch.testing.assert_close(m(x[:, rev]), m(x)[:, rev])
+    assert bugs.without_positions(bugs.Reference) is bugs.ForgotPositions
+
+
+def test_init_probe_sees_the_missing_scale_at_every_width_from_8_on():
+    for d_k in (8, 64):
+        h_ok, w_ok = bugs.init_probe(bugs.Reference, d_k, seed=0)
+        h_bug, w_bug = bugs.init_probe(bugs.NoScale, d_k, seed=0)
+        assert h_bug < diagnose.ENTROPY_MIN < h_ok <= 1 and w_ok < w_bug <= 1
+    # entropy 1 means uniform: 16 keys with weight 1/16 each
+    assert bugs._mean_entropy(torch.full((3, 16), 1 / 16)) == pytest.approx(1.0)
+    assert bugs._mean_entropy(torch.eye(16)) == 0.0
+    assert bugs.init_probe(bugs.NoScale, 8, seed=2) == bugs.init_probe(bugs.NoScale, 8, seed=2)
+
+
+def test_zoo_builds_every_bug_as_the_summary_table_checks_it():
+    memory = torch.randn(1, 6, 32)
+    seen = []
+    for name, what, module, width, causal in bugs.zoo(memory):
+        cls, description = bugs.BUGS[name]
+        assert what == description and causal == (cls in bugs.CAUSAL_BUGS)
+        if cls is bugs.KeysFromDecoder:
+            assert isinstance(module, bugs.DecoderLayer) and isinstance(module.cross_attn, cls)
+        else:
+            assert type(module) is cls and module.is_causal == causal
+        assert width == (30 if cls is bugs.TruncatedHeads else 32)
+        seen.append(name)
+    assert seen == list(bugs.BUGS)
+
+
+def test_span_gives_the_range_at_the_digits_shown():
+    assert span([0.451, 0.49, 0.47]) == "0.45 to 0.49"
+    assert span(torch.tensor([0.4712, 0.4731])) == "0.47"
+    assert span([1.0, 2.0], digits=0) == "1 to 2"
+    with pytest.raises(ValueError, match="at least one value"):
+        span([])
+
+
+def test_weights_table_sets_implementations_side_by_side():
+    a, b = torch.eye(2), torch.full((2, 2), 0.5)
+    t = weights_table(["x", "y"], {"listing": a, "attn": b})
+    assert t.headers == ["query", "listing: x", "listing: y", "attn: x", "attn: y"]
+    assert t.rows == [["x", "1.000", "0.000", "0.500", "0.500"], ["y", "0.000", "1.000", "0.500", "0.500"]]
+    with pytest.raises(ValueError, match=r"weights\['attn'\] must be \(2, 2\) for 2 tokens, got \(2, 3\)"):
+        weights_table(["x", "y"], {"listing": a, "attn": torch.zeros(2, 3)})
