@@ -204,3 +204,60 @@ def test_static_cache_and_decoder_parameter_arithmetic_of_exercise_5():
     per_layer = sum(p.numel() for p in layer.parameters())
     assert per_layer == 16 * D * D + 19 * D == 4_204_032
     assert 3.5 < cache / (layers * per_layer * bytes_per_float) < 4.0  # "almost four times"
+
+
+# --- the harness moved out of the chapter: attn.teaching's alignment scores, attn.measure's step FLOPs
+
+def test_alignment_scores_are_one_for_the_true_alignment_and_the_baseline_for_uniform_rows():
+    task = DateTask()
+    pairs = task.sample(20, seed=4)
+    S = max(len(s) for s, _ in pairs)
+    truth = torch.zeros(len(pairs), 1, 11, S)  # (B, K=1, L, S): the true alignment, rows normalised
+    uniform = torch.zeros_like(truth)
+    for b, (s, g) in enumerate(pairs):
+        a = task.alignment(s, g)  # (10, len(s))
+        truth[b, 0, :10, : len(s)] = a / a.sum(-1, keepdim=True).clamp(min=1)
+        uniform[b, 0, :, : len(s)] = 1 / len(s)
+    perfect = attn.teaching.alignment_scores(truth, pairs, task)
+    for field in [*attn.teaching.DATE_FIELDS, "all digits"]:
+        assert_close(perfect["mass"][field], torch.ones(1))
+    assert_close(perfect["hits"], torch.ones(1))
+    flat = attn.teaching.alignment_scores(uniform, pairs, task)
+    for field, baseline in flat["uniform"].items():
+        assert_close(flat["mass"][field], torch.tensor([baseline]), atol=1e-6, rtol=1e-5)
+    assert 0 < flat["uniform"]["all digits"] < 0.5
+    with pytest.raises(ValueError, match="len\\(pairs\\)"):
+        attn.teaching.alignment_scores(truth[:3], pairs, task)
+
+
+def test_field_mass_and_year_breakdown_on_rows_that_look_at_one_known_place():
+    task = DateTask()
+    pairs = task.sample(10, seed=8)
+    S = max(len(s) for s, _ in pairs)
+    own = torch.zeros(len(pairs), 10, S)  # year digit t looks at its own digit; others at their field
+    space = torch.zeros_like(own)  # every year digit looks at the space before the year
+    for b, (s, g) in enumerate(pairs):
+        a = task.alignment(s, g)
+        own[b, :10, : len(s)] = a / a.sum(-1, keepdim=True).clamp(min=1)
+        space[b, :4, len(s) - 5] = 1.0
+    assert attn.teaching.year_digit_breakdown(own, pairs) == pytest.approx((1.0, 0.0, 0.0))
+    assert attn.teaching.year_digit_breakdown(space, pairs) == pytest.approx((0.0, 0.0, 1.0))
+    assert attn.teaching.date_field_mass(own, pairs) == pytest.approx(1.0, abs=1e-6)
+    assert attn.teaching.date_field_mass(space, pairs) == 0.0  # the space belongs to no field
+
+
+def test_decoder_step_flops_reprojection_is_what_the_flop_counter_sees():
+    torch.manual_seed(0)
+    B, S, D, layers, steps = 2, 9, 32, 2, 6
+    model = Seq2Seq(20, 15, d_model=D, num_heads=4, num_encoder_layers=1, num_decoder_layers=layers).eval()
+    src = torch.randint(3, 20, (B, S))
+    with torch.no_grad():
+        once = attn.measure.flops(lambda: model.generate(src, steps, start_id=1))
+        every_step = attn.measure.flops(lambda: model.generate(src, steps, start_id=1, cross_cache=False))
+    f = attn.measure.decoder_step_flops
+    per_step = f(B, S, D, 0, reproject=True) - f(B, S, D, 0, reproject=False)
+    assert per_step == 4 * B * S * D * D
+    assert every_step - once == (steps - 1) * layers * per_step  # all steps after the first
+    assert f(2 * B, S, D, 3, reproject=True) == 2 * f(B, S, D, 3, reproject=True)  # linear in the batch
+    with pytest.raises(ValueError, match="t must be a non-negative integer"):
+        f(B, S, D, -1, reproject=False)

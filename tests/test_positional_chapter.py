@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
+import attn
 from attn import data
 from attn import positional as P
 from attn.models import TokenModel
+from attn.teaching import offset_matrix
 
 
 # --- attn.data.last_write ---------------------------------------------------------------------------
@@ -65,13 +67,6 @@ def test_last_write_rejects_bad_arguments():
 
 
 # --- sinusoidal: an offset is one rotation for every position --------------------------------------
-
-def offset_matrix(k: int, d: int) -> torch.Tensor:
-    omega = 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-    c, s = torch.cos(omega * k), torch.sin(omega * k)
-    return torch.block_diag(*[torch.tensor([[ci, si], [-si, ci]], dtype=torch.float64)
-                              for ci, si in zip(c.tolist(), s.tolist(), strict=True)])
-
 
 @settings(max_examples=20, deadline=None)
 @given(k=st.integers(1, 500), half=st.integers(1, 16))
@@ -136,3 +131,50 @@ def test_training_on_length_n_never_touches_learned_rows_or_t5_buckets_past_n():
             assert int(P.t5_bucket(-torch.arange(N), bidirectional=False).max()) == N - 1
         assert grad[N:].abs().max() == 0, "rows past N receive no gradient"
         assert bool(grad[:N].abs().sum(-1).gt(0).all()), "every row below N receives one"
+
+
+# --- the harness moved out of the chapter: attn.data.previous_token and attn.teaching's helpers
+
+def test_previous_token_targets_are_the_tokens_shifted_by_one():
+    tokens, targets = data.previous_token(5, 12, 7, seed=3)
+    assert tokens.shape == targets.shape == (5, 12) and int(tokens.max()) < 7
+    assert (targets[:, 0] == data.IGNORE).all()
+    assert torch.equal(targets[:, 1:], tokens[:, :-1])
+    again, _ = data.previous_token(5, 12, 7, seed=3)
+    assert torch.equal(tokens, again)
+    with pytest.raises(ValueError, match="vocab"):
+        data.previous_token(5, 12, 0)
+
+
+def test_offset_matrix_rejects_an_odd_width():
+    with pytest.raises(ValueError, match="d=3"):
+        offset_matrix(1, 3)
+
+
+def test_diagonal_spread_is_zero_exactly_when_scores_depend_on_the_offset_only():
+    r = torch.arange(6)
+    toeplitz = torch.cos(0.3 * (r[None, :] - r[:, None]).double())  # (6, 6), a function of n - m
+    assert attn.teaching.diagonal_spread(toeplitz) < 1e-12
+    bumped = toeplitz.clone()
+    bumped[2, 4] += 0.5
+    assert attn.teaching.diagonal_spread(bumped) == pytest.approx(0.5)
+
+
+def test_own_buckets_counts_the_leading_distances_with_a_bucket_of_their_own():
+    assert attn.teaching.own_buckets(torch.tensor([0, 1, 2, 3, 3, 4])) == 3
+    assert attn.teaching.own_buckets(torch.tensor([0, 1, 2])) == 3
+    assert attn.teaching.own_buckets(P.t5_bucket(-torch.arange(200), bidirectional=False)) == 16
+
+
+def test_token_loss_and_correct_per_position_match_a_direct_computation():
+    torch.manual_seed(0)
+    model = TokenModel(16, d_model=32, num_heads=4, num_layers=1, max_len=12).eval()
+    tokens, targets = data.previous_token(8, 12, 16, seed=1)
+    with torch.no_grad():
+        logits = model(tokens)  # (B, L, V)
+        expected = F.cross_entropy(logits.reshape(-1, 16), targets.reshape(-1), ignore_index=data.IGNORE)
+        assert_close(attn.teaching.token_loss(model, (tokens, targets)), expected)
+    correct = attn.teaching.correct_per_position(model, tokens, targets)
+    by_loop = [sum(int(logits[b, t].argmax()) == int(targets[b, t]) for b in range(8) if targets[b, t] >= 0)
+               for t in range(12)]
+    assert correct.tolist() == by_loop and correct[0] == 0

@@ -8,6 +8,7 @@
   frozen in the package.
 - :func:`last_write`: "repeat the most recent value written", a task whose answer lies a bounded
   distance back at every length (for extrapolation experiments).
+- :func:`previous_token`: "output the token before this one", which only order can solve.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 
 from attn import _checks
 
-__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "kv_sum", "last_write"]
+__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "kv_sum", "last_write", "previous_token"]
 
 IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
 
@@ -273,3 +274,23 @@ def kv_sum(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
     targets[:, K + 1 :: 2] = values.gather(1, qkeys) + digits
     kind[:, K + 1 :: 2] = 3
     return tokens, targets, kind
+
+
+# --- moved from the cross / positional chapters
+
+def previous_token(n: int, length: int, vocab: int, *, seed: int = 0):
+    """``n`` random sequences of ``length`` tokens from ``vocab``; the target at every position is
+    the token one step before it (position 0 has none). Which token that is, the content does not
+    say; only order does.
+
+    Returns:
+        ``tokens`` ``(n, length)`` long and ``targets`` ``(n, length)`` long (``-100`` at position 0).
+    """
+    _checks.positive_int("n", n, " (the number of sequences)")
+    _checks.positive_int("length", length)
+    _checks.positive_int("vocab", vocab, " (the number of token ids)")
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab, (n, length), generator=g)  # (n, length)
+    targets = torch.full_like(tokens, IGNORE)
+    targets[:, 1:] = tokens[:, :-1]  # the previous token
+    return tokens, targets

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from attn import _checks
 
 __all__ = ["MATRIX_PRODUCTS", "can_measure_memory", "compare", "flops", "input_elements", "matrix_products", "operators",
-           "peak_memory_growth", "seconds", "stopwatch"]
+           "peak_memory_growth", "seconds", "stopwatch", "decoder_step_flops"]
 
 #: The clocks :func:`seconds` and :func:`compare` read: wall time, or this process's processor time
 #: (which other programs on the machine do not inflate; with one thread, the time on an idle core).
@@ -250,6 +250,28 @@ def input_elements(module, fn: Callable[..., object], *args, **kwargs) -> int:
     finally:
         handle.remove()
     return count
+
+
+# --- moved from the cross / positional chapters
+
+def decoder_step_flops(B: int, S: int, D: int, t: int, *, reproject: bool) -> int:
+    """Floating-point operations (a multiply-add counts 2) of one decoder layer
+    (d_ff = 4D) for one new token of each of ``B`` sequences, with ``t`` earlier tokens
+    in the self-attention cache and a memory of ``S`` positions. ``reproject=True`` adds
+    computing the memory's keys and values again (``K = M W_K``, ``V = M W_V``, each
+    ``(B, S, D)``), which a static cross-attention cache saves. Matrix products only, as
+    :func:`flops` counts them."""
+    for name, value in (("B", B), ("S", S), ("D", D)):
+        _checks.positive_int(name, value)
+    _checks.non_negative_int("t", t, " (earlier tokens in the cache)")
+    flops = 2 * B * 4 * D * D  # self-attention: W_Q, W_K, W_V and W_O for the new token
+    flops += 2 * B * 2 * (t + 1) * D  # its scores and weighted sum over t + 1 keys
+    flops += 2 * B * 2 * D * D  # cross-attention: W_Q and W_O for the new token
+    flops += 2 * B * 2 * S * D  # cross-attention scores and weighted sum over S keys
+    flops += 2 * B * 2 * D * 4 * D  # feed-forward D -> 4D -> D
+    if reproject:
+        flops += 2 * B * 2 * S * D * D  # K = M W_K and V = M W_V, again
+    return flops
 
 
 # --- moved from the causal / why chapters ------------------------------------------------------
