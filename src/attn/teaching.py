@@ -352,8 +352,8 @@ def correct_per_position(model, tokens: torch.Tensor, targets: torch.Tensor,
 # --- moved from the causal / why chapters ------------------------------------------------------
 # Harness of book/causal_attention.ipynb (language-model batches, loss and evaluation, the
 # token-replacement causality check, the alignment probe, what fully masked rows receive) and of
-# book/why_attention.ipynb (the additive-attention RNN of the dates task, its batches and
-# alignment check, the long-range results table). Tests: tests/test_causal_chapter.py,
+# book/why_attention.ipynb (the additive-attention RNN of the dates task and its batches, the
+# long-range results table; its alignment check is alignment_scores above). Tests: tests/test_causal_chapter.py,
 # tests/test_why_chapter.py.
 
 import statistics  # noqa: E402  (this block's own imports, kept with it)
@@ -366,7 +366,7 @@ from attn import masks as _masks  # noqa: E402
 from attn.functional import scaled_dot_product_attention as _sdpa  # noqa: E402
 
 __all__ += [
-    "AdditiveAttention", "BahdanauSeq2Seq", "alignment_agreement", "causal_alignment",
+    "AdditiveAttention", "BahdanauSeq2Seq", "causal_alignment",
     "date_training_batch", "fully_masked_outcomes", "lm_evaluate", "lm_loss", "long_range_rows",
     "long_range_values", "next_token_windows", "seq2seq_date_loss", "token_dependency",
 ]
@@ -542,21 +542,6 @@ def seq2seq_date_loss(model: nn.Module, batch) -> torch.Tensor:
     src, tgt_in, tgt_out, key_mask = batch
     logits, _ = model(src, tgt_in, key_mask)
     return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0)
-
-
-def alignment_agreement(task, pairs, alpha: torch.Tensor) -> float:
-    """Share of output steps whose largest attention weight falls on a source character that the
-    output truly comes from (``task.alignment``); steps aligned to nothing (hyphens) are left out.
-
-    Shape: ``alpha`` ``(B, T, S)`` attention weights for ``pairs`` (``B`` source-target pairs).
-    """
-    hits = []
-    for b, (s, t) in enumerate(pairs):
-        truth = task.alignment(s, t)  # (len(t), len(s)) 0/1
-        for i in range(len(t)):
-            if truth[i].any():
-                hits.append(truth[i, alpha[b, i, : len(s)].argmax()].item())
-    return statistics.mean(hits)
 
 
 def long_range_values(runs: list[dict], model: str, task: str, n: int, key: str) -> list:
