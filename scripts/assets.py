@@ -1,15 +1,21 @@
 """Copy the front-end files the static site serves itself into _assets/ (Sphinx's html_static_path).
 
-Nothing here is committed: the sources are installed at pinned versions by `npm ci`
-(package-lock.json) and pip (anywidget, requirements.txt). With these files the built site
-loads no script, font or style from another host.
+Nothing here is committed: MathJax is installed at its pinned version by `npm ci`
+(package-lock.json); the widget runtime is the book's own source. With these files the built
+site loads no script, font or style from another host.
 
 - _assets/mathjax/          MathJax 3: the one build the pages use (tex-chtml.js) and what it loads
                             on demand (TeX extensions, CHTML fonts, menu and accessibility
                             components), not the whole distribution
-- _assets/widgets/          require.js, @jupyter-widgets/html-manager's embed-amd.js and its fonts,
-                            anywidget's AMD module, and config.js which points requirejs at them.
-                            myst-nb adds these only to pages that contain widgets.
+- _assets/widgets/runtime.js the book's own widget runtime (src/attn/widgets/static_runtime.js, ~6 kB):
+                            it renders each explorer from the widget state saved in the page by
+                            importing the explorer's own ES module. myst-nb loads it only on pages
+                            that contain widgets. (JupyterLab and Colab use anywidget's runtime.)
+- _assets/vendor/fontawesome/webfonts/*.woff2
+                            the theme's Font Awesome fonts cut down to the icons the site can show
+                            (icon_codepoints: ~60 of ~2000 glyphs); they replace the theme's copies
+                            (html_static_path is copied after the theme's files). 274 kB -> ~15 kB
+                            on every page.
 - _assets/root/favicon.ico  the site's icon (drawn here: a small attention pattern), copied to the
                             site root so /favicon.ico exists
 """
@@ -17,50 +23,92 @@ loads no script, font or style from another host.
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
-import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
 OUT = ROOT / "_assets"
-
-# requirejs configuration, resolved against this script's own URL so the site works from any
-# base path (a sub-folder on a web host, a local file server). The widget bundles inside
-# embed-amd.js (base, controls, their 7.x twins, html-manager) take the folder of their module's URL as the place of
-# their font files: mapping them here points that at this folder, where the fonts are, instead of
-# a path relative to the page (a 404 for every icon font).
-CONFIG_JS = """\
-(function () {
-  var base = document.currentScript.src.replace(/[^/]*$/, "");
-  window.require.config({
-    paths: {
-      "@jupyter-widgets/html-manager/dist": base.replace(/\\/$/, ""),
-      "@jupyter-widgets/html-manager": base + "html-manager",
-      "@jupyter-widgets/base": base + "base",
-      "@jupyter-widgets/base7": base + "base7",
-      "@jupyter-widgets/controls": base + "controls",
-      "@jupyter-widgets/controls7": base + "controls7",
-      anywidget: base + "anywidget/index"
-    }
-  });
-})();
-"""
-
 
 # Loaded by tex-chtml.js only when a page needs them: TeX packages it autoloads (\\boldsymbol ...),
 # the CHTML fonts, and the components behind MathJax's right-click menu (speech/explorer).
 MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"]
 
 
-def anywidget_amd() -> pathlib.Path:
-    candidates = [
-        pathlib.Path(sys.prefix) / "share/jupyter/nbextensions/anywidget/index.js",
-        *pathlib.Path(sys.prefix).glob("lib/python3*/site-packages/anywidget/nbextension/index.js"),
-    ]
-    for c in candidates:
-        if c.is_file():
-            return c
-    raise SystemExit("anywidget's AMD module was not found: is anywidget installed in this environment?")
+# The static site's widget runtime: a page with explorers loads only this, not the generic widget
+# bundle (@jupyter-widgets/html-manager's embed-amd.js with require.js: 3.6 MB, 0.9 MB gzip, plus 155 kB
+# of icon fonts) that hosted the same three explorers before.
+WIDGET_RUNTIME = ROOT / "src" / "attn" / "widgets" / "static_runtime.js"
+
+
+# ----- Font Awesome, cut down to the icons in use
+#
+# pydata-sphinx-theme ships Font Awesome 6's whole fonts (fa-solid-900.woff2 156 kB, fa-brands-400.woff2
+# 118 kB), and every page loads the two for a dozen header icons. The glyphs kept are those the site can
+# ask for: every icon class (`fa-bars`) named in the theme's and the book's templates, scripts, styles and
+# configuration, mapped to its code point by the theme's icon table (`.fa-bars:before{content:"\f0c9"}`),
+# and every code point a style rule draws directly (`content:"\f05a"`, e.g. admonition titles).
+# tests/test_site.py checks that every icon class in the built pages has its glyph in the fonts served.
+FA_FONTS = ["fa-solid-900.woff2", "fa-regular-400.woff2", "fa-brands-400.woff2"]
+ICON_SOURCES = ["pydata_sphinx_theme", "sphinx_book_theme", "sphinx_togglebutton", "sphinx_design", "myst_nb",
+                "sphinx_copybutton"]
+# Names the theme puts together in code (sphinx-book-theme's repository button: f"fa-{provider}").
+MADE_ICON_NAMES = {"fa-github", "fa-gitlab", "fa-bitbucket"}
+ICON_CLASS = re.compile(r"\bfa-[a-z0-9]+(?:-[a-z0-9]+)*")
+ICON_TABLE = re.compile(r'((?:\.fa-[a-z0-9-]+:(?:before|after),?)+)\{content:"\\([0-9a-f]{4})"\}')
+ICON_CONTENT = re.compile(r'content:\s*"\\([ef][0-9a-f]{3})"')
+
+
+def theme_static() -> pathlib.Path:
+    import pydata_sphinx_theme
+
+    return pathlib.Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme" / "static"
+
+
+def icon_table(css: str) -> dict[str, int]:
+    """``{"fa-bars": 0xF0C9, ...}`` from the theme's style sheet."""
+    table = {}
+    for selectors, code in ICON_TABLE.findall(css):
+        for name in re.findall(r"\.(fa-[a-z0-9-]+):", selectors):
+            table[name] = int(code, 16)
+    return table
+
+
+def icon_codepoints() -> set[int]:
+    """The Font Awesome code points the site can show (see the comment above FA_FONTS)."""
+    import importlib
+
+    css = (theme_static() / "styles" / "pydata-sphinx-theme.css").read_text()
+    table = icon_table(css)
+    files = [ROOT / "_config.yml", *ROOT.glob("_templates/**/*"), *ROOT.glob("_css/**/*"), *ROOT.glob("_ext/**/*")]
+    for name in ICON_SOURCES:
+        pkg = pathlib.Path(importlib.import_module(name).__file__).parent
+        files += [f for f in pkg.rglob("*") if f.suffix in {".html", ".js", ".css", ".py"} and "fontawesome" not in f.name]
+    names, direct = set(MADE_ICON_NAMES), set()
+    for f in files:
+        if not f.is_file():
+            continue
+        text = ICON_TABLE.sub("", f.read_text(errors="ignore"))  # the table itself names every icon
+        names.update(ICON_CLASS.findall(text))
+        direct.update(int(c, 16) for c in ICON_CONTENT.findall(text))
+    return {table[n] for n in names if n in table} | direct
+
+
+def subset_icon_fonts(out: pathlib.Path) -> None:
+    """Each of FA_FONTS cut down to icon_codepoints(), as .woff2 and as the .ttf fallback the theme names."""
+    from fontTools import subset
+
+    codes = icon_codepoints()
+    out.mkdir(parents=True, exist_ok=True)
+    for name in FA_FONTS:
+        for suffix, flavor in ((".woff2", "woff2"), (".ttf", None)):
+            options = subset.Options()
+            options.flavor = flavor
+            font = subset.load_font(str(theme_static() / "vendor" / "fontawesome" / "webfonts" / name), options)
+            subsetter = subset.Subsetter(options)
+            subsetter.populate(unicodes=codes)
+            subsetter.subset(font)
+            subset.save_font(font, str(out / pathlib.Path(name).with_suffix(suffix)), options)
 
 
 def favicon(path: pathlib.Path) -> None:
@@ -93,19 +141,9 @@ def main() -> None:
     shutil.copy2(mathjax / "tex-chtml.js", OUT / "mathjax/tex-chtml.js")
     for part in MATHJAX_ON_DEMAND:
         shutil.copytree(mathjax / part, OUT / "mathjax" / part, ignore=shutil.ignore_patterns("*.map"))
-    widgets = OUT / "widgets"
-    shutil.copytree(
-        NODE / "@jupyter-widgets/html-manager/dist",
-        widgets,
-        # The icon fonts' old formats (.eot, .svg, .ttf) are fallbacks no browser that runs the widget
-        # runtime asks for (it takes .woff2): 2.5 MB the site need not carry.
-        ignore=shutil.ignore_patterns("*.map", "embed.js", "embed.js.*", "libembed-amd.js", "*.d.ts",
-                                      "*.eot", "*.svg", "*.ttf"),
-    )
-    shutil.copy2(NODE / "requirejs/require.js", widgets / "require.js")
-    (widgets / "anywidget").mkdir()
-    shutil.copy2(anywidget_amd(), widgets / "anywidget/index.js")
-    (widgets / "config.js").write_text(CONFIG_JS)
+    (OUT / "widgets").mkdir()
+    shutil.copy2(WIDGET_RUNTIME, OUT / "widgets" / "runtime.js")
+    subset_icon_fonts(OUT / "vendor" / "fontawesome" / "webfonts")
     favicon(OUT / "root" / "favicon.ico")
     size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"_assets/: {size / 1e6:.1f} MB of site-served front-end files")

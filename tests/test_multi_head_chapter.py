@@ -13,23 +13,6 @@ from attn import masks
 TOL = dict(atol=1e-5, rtol=1e-5)
 
 
-def _single_head(mha: attn.MultiHeadAttention, h: int) -> attn.SelfAttention:
-    """Head h of mha as an attn.SelfAttention whose weights are slices of mha's (no output bias)."""
-    D, E = mha.d_model, mha.d_head
-    rows = slice(h * E, (h + 1) * E)
-    bias = mha.in_proj.bias is not None
-    head = attn.SelfAttention(D, E, bias=bias)
-    with torch.no_grad():
-        for i, proj in enumerate((head.W_q, head.W_k, head.W_v)):
-            proj.weight.copy_(mha.in_proj.weight[i * D : (i + 1) * D][rows])
-            if bias:
-                proj.bias.copy_(mha.in_proj.bias[i * D : (i + 1) * D][rows])
-        head.W_o.weight.copy_(mha.out_proj.weight[:, rows])
-        if bias:
-            head.W_o.bias.zero_()
-    return head
-
-
 @settings(max_examples=25, deadline=None)
 @given(B=st.integers(1, 3), L=st.integers(1, 7), H=st.sampled_from([1, 2, 3, 4]), E=st.integers(1, 6),
        bias=st.booleans(), causal=st.booleans(), seed=st.integers(0, 2**16))
@@ -41,7 +24,7 @@ def test_fused_multi_head_equals_a_loop_over_single_heads_from_weight_slices(B, 
     with torch.no_grad():
         fused, fused_w = mha(x, mask=mask, need_weights=True, average_weights=False)
         fast, _ = mha(x, mask=mask)  # the fused kernel, without weights
-        per_head = [_single_head(mha, h)(x, mask=mask, need_weights=True) for h in range(H)]
+        per_head = [attn.teaching.single_head(mha, h)(x, mask=mask, need_weights=True) for h in range(H)]
     looped = sum(out for out, _ in per_head)
     if bias:
         looped = looped + mha.out_proj.bias
@@ -135,3 +118,76 @@ def test_kv_sum_is_deterministic_for_a_seed_and_varies_with_it():
     # every digit and every value of a target occurs: the targets cover 0 .. 2V - 2
     _, targets, kind = attn.data.kv_sum(2000, seed=0)
     assert set(targets[kind == 3].tolist()) == set(range(2 * attn.data.KVRecall().num_values - 1))
+
+
+@pytest.mark.parametrize("H", [1, 2, 4, 8])
+def test_mha_flops_formula_equals_the_counter_and_the_closed_form(H):
+    B, L, S, D = 2, 7, 11, 32
+    f = attn.teaching.mha_flops(B, L, S, D, H)
+    assert sum(f.values()) == _flops(B, L, S, D, H, self_attention=False) == 4 * B * D * D * (L + S) + 4 * B * L * S * D
+    mha = attn.MultiHeadAttention(D, H)
+    x, memory = torch.randn(B, L, D), torch.randn(B, S, D)
+    assert _counted(lambda: mha(x, memory, need_weights=True)) == sum(f.values())
+    assert sum(p.numel() for p in mha.parameters()) == attn.teaching.mha_params(D)
+    with pytest.raises(ValueError, match="H must divide D"):
+        attn.teaching.mha_flops(B, L, S, 10, 3)
+
+
+def test_single_head_rejects_a_head_index_out_of_range():
+    with pytest.raises(ValueError, match="0 .. 1, got 2"):
+        attn.teaching.single_head(attn.MultiHeadAttention(8, 2), 2)
+
+
+def test_heads_removed_silences_exactly_those_heads_and_restores_the_mask():
+    torch.manual_seed(0)
+    mha = attn.MultiHeadAttention(16, 4).eval()
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        full = mha(x)[0]
+        with attn.teaching.heads_removed(mha, [1, 3]):
+            ablated = mha(x)[0]
+            assert mha.head_mask.tolist() == [1.0, 0.0, 1.0, 0.0]
+        kept = sum(attn.teaching.single_head(mha, h)(x)[0] for h in (0, 2)) + mha.out_proj.bias
+    assert mha.head_mask is None
+    assert_close(ablated, kept, **TOL)
+    assert not torch.allclose(ablated, full)
+    with pytest.raises(ValueError, match="removed must hold head indices"), attn.teaching.heads_removed(mha, [4]):
+        pass
+
+
+def test_answer_positions_hold_each_target_by_brute_force():
+    task = attn.data.KVRecall()
+    tokens, targets, kind = attn.data.kv_recall(200, task, seed=5)
+    pos = attn.teaching.answer_positions(tokens, task)
+    K, V = task.num_keys, task.num_values
+    for seq, p, tgt, knd in zip(tokens.tolist(), pos.tolist(), targets.tolist(), kind.tolist(), strict=True):
+        for i in range(len(seq)):
+            if knd[i] == 0:
+                assert p[i] == -1
+            elif knd[i] == 1:
+                assert p[i] == i - 1 and seq[p[i]] % V == tgt[i]
+            else:
+                assert seq[p[i]] // V == seq[i] - K * V and seq[p[i]] % V == tgt[i]
+
+
+def test_kv_sum_answer_positions_give_the_digit_and_the_value_that_add_up_to_the_target():
+    task = attn.data.KVRecall()
+    tokens, targets, kind = attn.data.kv_sum(300, task, seed=4)
+    prev_pos, key_pos = attn.teaching.kv_sum_answer_positions(tokens, task)
+    q = kind == 3
+    assert torch.equal(prev_pos >= 0, q) and torch.equal(key_pos >= 0, q)
+    digit = tokens.gather(1, prev_pos.clamp_min(0)) - task.vocab_size
+    value = tokens.gather(1, key_pos.clamp_min(0)) % task.num_values
+    assert torch.equal((digit + value)[q], targets[q])
+    assert (digit[q] >= 0).all() and (tokens.gather(1, key_pos.clamp_min(0))[q] < task.num_keys * task.num_values).all()
+
+
+def test_weight_on_reads_each_heads_weight_at_the_given_key():
+    w = torch.rand(3, 2, 4, 5)  # (n, H, T, S)
+    pos = torch.tensor([[0, 4, 2, -1], [1, 1, 1, 1], [3, 0, 4, 2]])
+    got = attn.teaching.weight_on(w, pos)
+    assert got.shape == (2, 3, 4)
+    for n in range(3):
+        for h in range(2):
+            for t in range(4):
+                assert got[h, n, t] == w[n, h, t, max(int(pos[n, t]), 0)]

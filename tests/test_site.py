@@ -65,7 +65,7 @@ def test_pages_without_widgets_load_no_widget_runtime(built_site):
     for page in _pages(built_site):
         text = page.read_text()
         if "application/vnd.jupyter.widget-state+json" not in text:
-            assert "widgets/embed-amd.js" not in text and "widgets/require.js" not in text, page.name
+            assert "widgets/runtime.js" not in text, page.name
 
 
 SITE_BUDGET = 30_000_000  # bytes on disk for the whole built site (it was 42 MB with all of MathJax)
