@@ -15,6 +15,7 @@ from torch.testing import assert_close
 
 import attn
 from attn import masks, positional
+from attn.generation import greedy_with_step_mask, stepwise_logits
 from attn.models import TokenModel
 
 VOCAB, D, H = 23, 32, 4
@@ -166,21 +167,14 @@ def test_cached_generation_gives_the_same_tokens_as_recomputing(pos):
     assert torch.equal(model.generate(prompt, 30, use_cache=True), model.generate(prompt, 30, use_cache=False))
 
 
-def _stepwise(model, x, step_mask):
-    caches = model.new_caches()
-    with torch.no_grad():
-        return torch.cat([model(x[:, t : t + 1], caches=caches, mask=step_mask(t + 1))
-                          for t in range(x.shape[1])], 1)
-
-
 def test_cached_step_mask_must_be_the_last_row_sized_to_the_keys():
     model = lm()
     x = torch.randint(0, VOCAB, (1, 12), generator=torch.Generator().manual_seed(3))
     with torch.no_grad():
         parallel = model(x)
-    last_row = _stepwise(model, x, lambda S: masks.causal(1, S, offset=S - 1))
+    last_row = stepwise_logits(model, x, lambda S: masks.causal(1, S, offset=S - 1))
     assert_close(last_row, parallel, atol=1e-5, rtol=1e-5)
-    first_row = _stepwise(model, x, lambda S: masks.causal(S)[:1])  # top-left: sees key 0 only
+    first_row = stepwise_logits(model, x, lambda S: masks.causal(S)[:1])  # top-left: sees key 0 only
     assert_close(first_row[:, 0], parallel[:, 0], atol=1e-5, rtol=1e-5)  # S = 1: still right
     assert not torch.allclose(first_row[:, 1:], parallel[:, 1:], atol=1e-3)
     # The bottom-right row is what is_causal means in MultiHeadAttention with a cache.
@@ -202,7 +196,7 @@ def test_cached_step_mask_must_be_the_last_row_sized_to_the_keys():
     assert not torch.allclose(top_left, full, atol=1e-3)
     # ...and the training-sized mask does not fit the keys: a clear error, not silent garbage.
     with pytest.raises(ValueError, match=r"mask of shape \(1, 32\) cannot broadcast"):
-        _stepwise(model, x, lambda _S: masks.causal(32)[:1])
+        stepwise_logits(model, x, lambda _S: masks.causal(32)[:1])
 
 
 def _load_benchmark(root):
@@ -232,3 +226,73 @@ def test_kv_cache_memory_arithmetic_of_exercise_4():
     assert weights == 12 * D * D * layers
     assert round(weights * bytes_per_number / 1e9, 1) == 12.9
     assert 5.5 < weights * bytes_per_number / cache_bytes < 6.5  # "about a sixth"
+
+
+# --- the chapter's harness, moved into attn.teaching and attn.generation ---------------------------
+
+
+def test_greedy_with_step_mask_equals_generate_with_the_last_row_and_sizes_each_step_mask():
+    model, prompt = lm(), torch.randint(0, VOCAB, (1, 5), generator=torch.Generator().manual_seed(6))
+    right = greedy_with_step_mask(model, prompt, 12, lambda S: masks.causal(1, S, offset=S - 1))
+    assert right.shape == (1, 17) and torch.equal(right, model.generate(prompt, 12))
+    seen = []
+    wrong = greedy_with_step_mask(model, prompt, 12, lambda S: seen.append(S) or masks.causal(S)[:1])
+    assert seen == list(range(6, 18))  # one call per new token, sized to the keys after it
+    assert torch.equal(wrong[:, :6], right[:, :6])  # the first new token comes from the prompt pass
+
+
+def test_token_dependency_is_lower_triangular_for_the_causal_mask_and_leaks_when_off_by_one():
+    model = lm()
+    x = torch.randint(0, VOCAB, (1, 9), generator=torch.Generator().manual_seed(7))
+    dep = attn.teaching.token_dependency(model, x, VOCAB)
+    assert dep.shape == (9, 9) and dep.triu(1).max() == 0 and (dep.diagonal() > 0).all()
+    broken = attn.teaching.token_dependency(model, x, VOCAB, mask=masks.causal(9, offset=1))
+    assert (broken.diagonal(1) > 0).all()  # each output moves with the next token
+    assert torch.equal(dependency_by_hand(model, x)[:, 4], dep[:, 4])
+
+
+def dependency_by_hand(model, x):
+    """Column by column, the oracle of token_dependency: replace token t by the next id."""
+    with torch.no_grad():
+        base = model(x)
+        cols = []
+        for t in range(x.shape[1]):
+            x2 = x.clone()
+            x2[0, t] = (x2[0, t] + 1) % VOCAB
+            cols.append((model(x2) - base).abs().amax(-1)[0])
+    return torch.stack(cols, 1)
+
+
+def test_causal_alignment_names_what_each_function_does():
+    assert attn.teaching.causal_alignment(F.scaled_dot_product_attention) == "top-left"
+    assert attn.teaching.causal_alignment(attn.scaled_dot_product_attention) == "bottom-right"
+
+    def refuses(*_args, **_kwargs):
+        raise ValueError("no")
+
+    assert attn.teaching.causal_alignment(refuses) == "an error"
+    assert attn.teaching.causal_alignment(lambda *args, **_kw: args[2][:, :1] * 0) == "other"
+
+
+def test_fully_masked_outcomes_name_nan_uniform_overflow_and_zeros():
+    mask = masks.combine(masks.causal(6), masks.padding([6, 3], 6).flip(-1))  # (B, L, S)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 6, 4, generator=g) for _ in range(3))
+    f32 = attn.teaching.fully_masked_outcomes(q, k, v, mask)
+    assert f32 == {"masked_fill(-inf)": "NaN", "masked_fill(-1e9)": "uniform over blocked keys",
+                   "masked_fill(finfo.min)": "uniform over blocked keys", "attn weights": "zeros",
+                   "attn output": "zeros"}
+    f16 = attn.teaching.fully_masked_outcomes(q.half(), k.half(), v.half(), mask)
+    assert f16["masked_fill(-1e9)"] == "error: overflow" and f16["attn output"] == "zeros"
+
+
+def test_next_token_windows_targets_are_the_inputs_shifted_by_one_and_lm_helpers_agree():
+    ids = torch.arange(100) % VOCAB
+    x, y = attn.teaching.next_token_windows(ids, 4, 10, seed=0)
+    assert x.shape == y.shape == (4, 10) and torch.equal(x[:, 1:], y[:, :-1])
+    assert torch.equal(y, (x + 1) % VOCAB)  # the text counts up: the next id follows
+    model = lm()
+    loss, acc = attn.teaching.lm_evaluate(model, x, y)
+    assert_close(torch.tensor(loss), attn.teaching.lm_loss(model, (x, y)).detach())
+    with torch.no_grad():
+        assert acc == (model(x).argmax(-1) == y).float().mean().item() and 0 <= acc <= 1

@@ -8,7 +8,7 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
+from torch.testing import assert_close
 from torch import nn
 
 import attn
@@ -71,54 +71,94 @@ def test_one_stored_run_is_reproduced_by_the_script():
     assert abs(again["accuracy"] - stored["accuracy"]) <= 0.02  # same seeds; other hardware may differ a little
 
 
-def _depth(out: torch.Tensor) -> int:
-    depth, stack = {}, [(out.grad_fn, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if node in depth:
-            continue
-        parents = [p for p, _ in node.next_functions if p is not None]
-        if expanded:
-            depth[node] = 1 + max((depth[p] for p in parents), default=0)
-        else:
-            stack.append((node, True))
-            stack.extend((p, False) for p in parents if p not in depth)
-    return depth[out.grad_fn]
-
-
 def test_gru_graph_grows_linearly_with_length_attention_graph_does_not():
     gru, mha = nn.GRU(8, 8, batch_first=True), attn.MultiHeadAttention(8, 2)
-    g = [_depth(gru(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
-    a = [_depth(mha(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
+    g = [attn.measure.autograd_depth(gru(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
+    a = [attn.measure.autograd_depth(mha(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
     assert g[2] - g[1] == 2 * (g[1] - g[0]) > 0
     assert a[0] == a[1] == a[2]
 
 
 def test_gradient_from_far_back_vanishes_through_a_recurrence_not_through_attention():
-    torch.manual_seed(0)
     n, d = 64, 16
-    for layer, far_over_near in ((nn.GRU(d, d, batch_first=True), lambda r: r < 1e-6),
-                                 (attn.MultiHeadAttention(d, 2), lambda r: 0.1 < r < 10)):
-        layer = layer.double()
-        x = torch.randn(1, n, d, dtype=torch.float64, requires_grad=True)
-        layer(x)[0][0, -1].sum().backward()
-        g = x.grad[0].norm(dim=-1).flip(0)  # distance from the last position
-        assert far_over_near((g[n - 1] / g[1]).item()), (type(layer).__name__, (g[n - 1] / g[1]).item())
+    for make, far_over_near in ((lambda: nn.GRU(d, d, batch_first=True), lambda r: r < 1e-6),
+                                (lambda: attn.MultiHeadAttention(d, 2), lambda r: 0.1 < r < 10)):
+        g = attn.measure.gradient_by_distance(make, n, d, seed=0)  # distance from the last position
+        assert g.shape == (n,) and g.dtype == torch.float64
+        assert far_over_near((g[n - 1] / g[1]).item()), (type(make()).__name__, (g[n - 1] / g[1]).item())
+
+
+def test_gradient_by_distance_matches_autograd_by_hand():
+    torch.manual_seed(3)
+    layer = nn.GRU(4, 4, batch_first=True).double()
+    x = torch.randn(1, 6, 4, dtype=torch.float64, requires_grad=True)
+    u = torch.randn(4, dtype=torch.float64)
+    (layer(x)[0][0, -1] @ u).backward()
+    by_hand = x.grad[0].norm(dim=-1)  # (6,) from the first position to the last
+    g = attn.measure.gradient_by_distance(lambda: nn.GRU(4, 4, batch_first=True), 6, 4, seed=3)
+    assert_close(g, by_hand.flip(0))
 
 
 @pytest.mark.parametrize("kernel,dilated,distance", [(3, False, 20), (2, True, 20), (3, True, 30), (4, False, 9)])
 def test_convolution_stack_reaches_as_far_as_the_path_length_formula_says(kernel, dilated, distance):
-    torch.manual_seed(0)
-    x = torch.randn(1, 2, distance + 1, requires_grad=True)
-    h, depth = x, 0
-    while True:
-        dil = kernel**depth if dilated else 1
-        h = torch.tanh(nn.Conv1d(2, 2, kernel, dilation=dil)(F.pad(h, ((kernel - 1) * dil, 0))))
-        depth += 1
-        (g,) = torch.autograd.grad(h[0, :, -1].sum(), x, retain_graph=True)
-        if g[0, :, 0].abs().sum() > 0:
-            break
+    depth = attn.measure.layers_to_reach(distance, kernel, dilated, width=2)
     # contiguous: each layer reaches kernel - 1 further; dilated: the reach multiplies by the kernel
     expected = math.ceil(distance / (kernel - 1)) if not dilated else next(
         depth for depth in range(1, 64) if kernel**depth >= distance + 1)  # integer log, no rounding
     assert depth == expected
+
+
+def test_layer_times_times_every_layer_length_and_kind():
+    layers = {"GRU": nn.GRU(4, 4, batch_first=True), "attention": attn.MultiHeadAttention(4, 2)}
+    for clock in ("wall", "process"):
+        times = attn.measure.layer_times(layers, [3, 5], batch=2, width=4, min_run_time=0, clock=clock)
+        assert set(times) == {(name, n, kind) for name in layers for n in (3, 5) for kind in ("fwd", "fwd+bwd")}
+        assert all(t > 0 for t in times.values())
+    with pytest.raises(ValueError, match="clock"):
+        attn.measure.layer_times(layers, [3], batch=1, width=4, min_run_time=0, clock="sundial")
+
+
+def test_additive_attention_follows_its_formula_and_gives_no_weight_to_padding():
+    torch.manual_seed(0)
+    att = attn.teaching.AdditiveAttention(3, 5, 4)
+    s, h = torch.randn(2, 3), torch.randn(2, 6, 5)
+    key_mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
+    c, alpha = att(s, h, key_mask)
+    e = torch.stack([torch.stack([att.v.weight[0] @ torch.tanh(att.W.weight @ s[b] + att.U.weight @ h[b, j] + att.U.bias)
+                                  for j in range(6)]) for b in range(2)])  # (B, S): e_bj written out
+    expected = torch.softmax(e.masked_fill(~key_mask, float("-inf")), -1)
+    assert_close(alpha, expected)
+    assert (alpha[1, 4:] == 0).all()
+    assert_close(c, torch.einsum("bs,bsk->bk", expected, h))
+
+
+def test_bahdanau_model_on_dates_gives_distributions_over_real_characters_and_a_loss():
+    from attn.data import DateTask
+    from attn.teaching import BahdanauSeq2Seq, alignment_scores, date_training_batch, seq2seq_date_loss
+
+    task = DateTask()
+    src, tgt_in, tgt_out, key_mask = date_training_batch(task, 0, n=8)
+    assert torch.equal(key_mask, src != 0) and tgt_in.shape == tgt_out.shape
+    torch.manual_seed(0)
+    model = BahdanauSeq2Seq(len(task.src_vocab), len(task.tgt_vocab), d=16)
+    logits, alpha = model(src, tgt_in, key_mask)
+    assert logits.shape == (*tgt_in.shape, len(task.tgt_vocab)) and alpha.shape == (*tgt_in.shape, src.shape[1])
+    assert_close(alpha.sum(-1), torch.ones(tgt_in.shape))
+    assert (alpha[~key_mask[:, None, :].expand_as(alpha)] == 0).all()
+    assert seq2seq_date_loss(model, (src, tgt_in, tgt_out, key_mask)).item() > 1.0  # untrained
+    # The chapter's agreement is alignment_scores' "hits" on the model's (B, T, S) weights.
+    pairs = task.sample(8, seed=1)
+    src, tgt_in, _, _ = task.batch(pairs)
+    with torch.no_grad():
+        _, alpha = model(src, tgt_in, src != 0)
+    hits = alignment_scores(alpha[:, None], pairs, task)["hits"]
+    assert hits.shape == (1,) and 0 <= hits.item() <= 1
+
+
+def test_long_range_rows_summarise_the_stored_runs():
+    runs = _results()["runs"]
+    rows = attn.teaching.long_range_rows(runs)
+    assert len(rows) == 2 * len({r["n"] for r in runs})
+    task, n = rows[0][0], rows[0][1]
+    acc = attn.teaching.long_range_values(runs, "Transformer", task, n, "accuracy")
+    assert len(acc) >= 3 and rows[0][5].startswith(f"{sum(acc) / len(acc):.2f} [{min(acc):.2f}, ")

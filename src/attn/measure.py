@@ -272,3 +272,86 @@ def decoder_step_flops(B: int, S: int, D: int, t: int, *, reproject: bool) -> in
     if reproject:
         flops += 2 * B * 2 * S * D * D  # K = M W_K and V = M W_V, again
     return flops
+
+
+# --- moved from the causal / why chapters ------------------------------------------------------
+# The meters of book/why_attention.ipynb: time per layer and length, sequential depth of a
+# computation, gradient by distance, reach of a convolution stack. Tests: tests/test_why_chapter.py.
+
+__all__ += ["autograd_depth", "gradient_by_distance", "layer_times", "layers_to_reach"]
+
+
+def layer_times(layers: Mapping[str, Callable], lengths, *, batch: int, width: int,
+                min_run_time: float = 0.02, clock: str = "wall") -> dict[tuple[str, int, str], float]:
+    """Median seconds of each sequence layer, forward (``"fwd"``) and forward plus backward
+    (``"fwd+bwd"``), on a random batch ``(batch, n, width)`` for each length ``n``, timed with
+    :func:`seconds` on ``clock`` (``"process"`` on one thread: what other programs barely change).
+    A layer returns ``(output, extra)``, as ``nn.LSTM`` and the attention modules of ``attn`` do.
+    Returns ``{(name, n, kind): seconds}``."""
+    import torch
+
+    times = {}
+    for n in lengths:
+        x = torch.randn(batch, n, width, requires_grad=True)  # (B, n, D)
+        for name, layer in layers.items():
+            f = lambda x, layer=layer: layer(x)[0]  # noqa: E731  (B, n, D)
+            for kind, stmt in (("fwd", "f(x)"), ("fwd+bwd", "f(x).sum().backward()")):
+                times[name, n, kind] = seconds(stmt, f=f, x=x, min_run_time=min_run_time, clock=clock)
+    return times
+
+
+def autograd_depth(out) -> int:
+    """The longest chain of autograd nodes from the tensor ``out`` back to a leaf: the number of
+    operations that must run one after another to compute it, whatever the hardware (iterative,
+    no recursion limit). A fused operation counts once."""
+    depth, stack = {}, [(out.grad_fn, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if node in depth:
+            continue
+        parents = [p for p, _ in node.next_functions if p is not None]
+        if expanded:
+            depth[node] = 1 + max((depth[p] for p in parents), default=0)
+        else:
+            stack.append((node, True))
+            stack.extend((p, False) for p in parents if p not in depth)
+    return depth[out.grad_fn]
+
+
+def gradient_by_distance(make_layer: Callable, length: int, width: int, seed: int):
+    """How strongly the last output of a fresh layer depends on each input, at initialisation.
+
+    Seeds torch with ``seed``, builds ``make_layer()`` in float64 (recurrent gradients get too small
+    for float32), and returns the norm of the gradient of ``u . y_last`` (``u`` a random direction)
+    with respect to each input, ``(length,)``: entry ``k`` is the input ``k`` positions before the
+    last one. The layer maps ``(1, length, width)`` to ``(output, extra)``.
+    """
+    import torch
+
+    torch.manual_seed(seed)
+    layer = make_layer().double()
+    x = torch.randn(1, length, width, dtype=torch.float64, requires_grad=True)  # (1, N, D)
+    u = torch.randn(width, dtype=torch.float64)
+    (layer(x)[0][0, -1] @ u).backward()
+    return x.grad[0].norm(dim=-1).flip(0)  # (N,): entry k = distance k from the last position
+
+
+def layers_to_reach(distance: int, kernel: int, dilated: bool, width: int = 4) -> int:
+    """How many causal ``Conv1d`` layers (kernel ``kernel``, dilation ``kernel ** depth`` when
+    ``dilated``, else 1; tanh between) must be stacked before the last output depends on the input
+    ``distance`` positions back, measured: the first depth at which its gradient is not exactly 0."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    torch.manual_seed(0)
+    x = torch.randn(1, width, distance + 1, requires_grad=True)  # (1, channels, n)
+    h, depth = x, 0
+    while True:
+        dilation = kernel**depth if dilated else 1
+        conv = nn.Conv1d(width, width, kernel, dilation=dilation)
+        h = torch.tanh(conv(F.pad(h, ((kernel - 1) * dilation, 0))))  # causal padding keeps the length
+        depth += 1
+        (g,) = torch.autograd.grad(h[0, :, -1].sum(), x, retain_graph=True)
+        if g[0, :, 0].abs().sum() > 0:  # the first input now reaches the last output
+            return depth

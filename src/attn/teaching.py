@@ -503,3 +503,222 @@ def weight_on(weights: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     index reads key 0: mask those queries out) -> ``(H, n, T)``."""
     index = positions.clamp_min(0)[:, None, :, None].expand(-1, weights.shape[1], -1, 1)
     return weights.gather(-1, index)[..., 0].transpose(0, 1)
+
+
+
+# --- moved from the causal / why chapters ------------------------------------------------------
+# Harness of book/causal_attention.ipynb (language-model batches, loss and evaluation, the
+# token-replacement causality check, the alignment probe, what fully masked rows receive) and of
+# book/why_attention.ipynb (the additive-attention RNN of the dates task and its batches, the
+# long-range results table; its alignment check is alignment_scores above). Tests: tests/test_causal_chapter.py,
+# tests/test_why_chapter.py.
+
+import statistics  # noqa: E402  (this block's own imports, kept with it)
+from collections.abc import Callable  # noqa: E402
+
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from attn import masks as _masks  # noqa: E402
+from attn.functional import scaled_dot_product_attention as _sdpa  # noqa: E402
+
+__all__ += [
+    "AdditiveAttention", "BahdanauSeq2Seq", "causal_alignment",
+    "date_training_batch", "fully_masked_outcomes", "lm_evaluate", "lm_loss", "long_range_rows",
+    "long_range_values", "next_token_windows", "seq2seq_date_loss", "token_dependency",
+]
+
+
+def next_token_windows(ids: torch.Tensor, n: int, length: int, *, seed: int):
+    """``n`` random windows of a text, seeded: inputs ``(n, length)`` and the next token of each
+    position, targets ``(n, length)`` (the inputs shifted left by one)."""
+    from attn.pretraining import windows  # the one window sampler
+
+    chunk = windows(ids, n, length + 1, seed=seed)  # (n, length + 1)
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+def lm_loss(model: nn.Module, batch, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Next-token cross-entropy ``()`` of ``model(x, mask=mask)`` on ``batch = (x, y)``, both
+    ``(B, T)``; ``mask=None`` is the model's own (causal) mask."""
+    x, y = batch
+    return F.cross_entropy(model(x, mask=mask).flatten(0, 1), y.flatten())
+
+
+@torch.no_grad()
+def lm_evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                mask: torch.Tensor | None = None) -> tuple[float, float]:
+    """``(loss, accuracy)`` of next-token prediction on inputs ``x`` and targets ``y``
+    ``(B, T)``: mean cross-entropy in nats and the share of positions whose argmax is right."""
+    logits = model(x, mask=mask)  # (B, T, V)
+    loss = F.cross_entropy(logits.flatten(0, 1), y.flatten()).item()
+    return loss, (logits.argmax(-1) == y).float().mean().item()
+
+
+@torch.no_grad()
+def token_dependency(model: nn.Module, x: torch.Tensor, vocab_size: int,
+                     mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The causality check by perturbation, for a token model.
+
+    Entry ``(i, t)`` of the result is the largest change of the logits at position ``i`` when
+    the token at position ``t`` of ``x`` ``(1, L)`` is replaced by the next id (mod
+    ``vocab_size``). A causal model gives exact zeros above the diagonal.
+
+    Shape: ``x`` ``(1, L)`` -> ``(L, L)``, rows are outputs, columns replaced positions.
+    """
+    base = model(x, mask=mask)  # (1, L, V)
+    cols = []
+    for t in range(x.shape[1]):
+        x2 = x.clone()
+        x2[0, t] = (x2[0, t] + 1) % vocab_size  # another token at position t
+        cols.append((model(x2, mask=mask) - base).abs().amax(-1)[0])  # (L,)
+    return torch.stack(cols, dim=1)  # (L outputs, L replaced positions)
+
+
+def causal_alignment(fn: Callable[..., torch.Tensor]) -> str:
+    """Which causal row ``fn(q, k, v, is_causal=True)`` uses for one query and five keys:
+    ``"top-left"`` (the first row of the causal matrix), ``"bottom-right"`` (the last row, what
+    cached decoding needs), ``"an error"`` (it refuses the call) or ``"other"``.
+
+    Shape: ``fn`` is called with ``q`` ``(1, 1, 8)`` and ``k``, ``v`` ``(1, 5, 8)``, seeded.
+    """
+    g = torch.Generator().manual_seed(5)
+    q1, k5, v5 = (torch.randn(1, n, 8, generator=g) for n in (1, 5, 5))  # (1, L|S, E)
+    try:
+        out = fn(q1, k5, v5, is_causal=True)
+    except (ValueError, RuntimeError):
+        return "an error"
+    rows = {"top-left": _masks.causal(1, 5), "bottom-right": _masks.causal(1, 5, offset=4)}
+    for name, m in rows.items():
+        if torch.allclose(out, _sdpa(q1, k5, v5, mask=m), atol=1e-6):
+            return name
+    return "other"
+
+
+def fully_masked_outcomes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                          mask: torch.Tensor) -> dict[str, str]:
+    """What the query rows with no allowed key receive, for each way of masking the scores
+    ``q k^T / sqrt(E)``: ``masked_fill`` with ``-inf``, ``-1e9`` or the dtype's minimum and then
+    the softmax, and ``attn.scaled_dot_product_attention`` (its weights and its output).
+
+    Each outcome is ``"NaN"``, ``"zeros"``, ``"uniform over blocked keys"``, ``"error: overflow"``
+    (the fill value does not fit the dtype), ``"error"`` or ``"other"``.
+
+    Shape: ``q``, ``k``, ``v`` ``(B, L, E)`` of one dtype, ``mask`` ``(B, L, S)`` bool.
+    """
+    empty = _masks.fully_masked_rows(mask)[..., 0]  # (B, L)
+    S = mask.shape[-1]
+
+    def describe(fn) -> str:
+        try:
+            w = fn()[empty]  # (rows, S)
+        except RuntimeError as e:
+            return "error: overflow" if "overflow" in str(e) else "error"
+        if torch.isnan(w).any():
+            return "NaN"
+        if (w == 0).all():
+            return "zeros"
+        if torch.allclose(w.float(), torch.full_like(w.float(), 1 / S), atol=1e-3):
+            return "uniform over blocked keys"
+        return "other"
+
+    s = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5  # (B, L, S)
+    naive = lambda fill: lambda: torch.softmax(s.masked_fill(~mask, fill), dim=-1)  # noqa: E731
+    return {
+        "masked_fill(-inf)": describe(naive(float("-inf"))),
+        "masked_fill(-1e9)": describe(naive(-1e9)),
+        "masked_fill(finfo.min)": describe(naive(torch.finfo(q.dtype).min)),
+        "attn weights": describe(lambda: _sdpa(q, k, v, mask=mask, return_weights=True)[1]),
+        "attn output": describe(lambda: _sdpa(q, k, v, mask=mask)),
+    }
+
+
+class AdditiveAttention(nn.Module):
+    """Additive (Bahdanau) attention: ``e_ij = v^T tanh(W s_{i-1} + U h_j)``, ``alpha_i =
+    softmax_j(e_ij)`` over the allowed keys, context ``c_i = sum_j alpha_ij h_j``.
+
+    Shape: ``s`` ``(B, query_size)``, ``h`` ``(B, S, key_size)``, ``key_mask`` ``(B, S)`` bool
+    (``True`` = may attend) -> ``c`` ``(B, key_size)``, ``alpha`` ``(B, S)``.
+    """
+
+    def __init__(self, query_size: int, key_size: int, hidden: int):
+        super().__init__()
+        self.W = nn.Linear(query_size, hidden, bias=False)
+        self.U = nn.Linear(key_size, hidden)
+        self.v = nn.Linear(hidden, 1, bias=False)
+
+    def forward(self, s: torch.Tensor, h: torch.Tensor, key_mask: torch.Tensor):
+        scores = self.W(s)[:, None, :] + self.U(h)  # (B, S, hidden)
+        e = self.v(torch.tanh(scores)).squeeze(-1)  # (B, S) scores e_ij
+        alpha = e.masked_fill(~key_mask, float("-inf")).softmax(dim=-1)  # (B, S)
+        c = (alpha[:, :, None] * h).sum(dim=1)  # (B, key_size) context c_i
+        return c, alpha
+
+
+class BahdanauSeq2Seq(nn.Module):
+    """An RNN encoder-decoder with additive attention: a bidirectional GRU encoder, a GRU-cell
+    decoder that attends with its previous state at every step and predicts from its new state
+    and the context.
+
+    Shape: ``src`` ``(B, S)``, ``tgt_in`` ``(B, T)`` ids, ``key_mask`` ``(B, S)`` bool ->
+    logits ``(B, T, V)`` and attention weights ``(B, T, S)``.
+    """
+
+    def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 32):
+        super().__init__()
+        self.src_embed, self.tgt_embed = nn.Embedding(src_vocab, d), nn.Embedding(tgt_vocab, d)
+        self.encoder = nn.GRU(d, d, batch_first=True, bidirectional=True)
+        self.init_state = nn.Linear(2 * d, 2 * d)
+        self.attention = AdditiveAttention(2 * d, 2 * d, d)
+        self.cell = nn.GRUCell(d + 2 * d, 2 * d)
+        self.head = nn.Linear(4 * d, tgt_vocab)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor, key_mask: torch.Tensor):
+        h, _ = self.encoder(self.src_embed(src))  # (B, S, 2d)
+        mean = (h * key_mask[..., None]).sum(1) / key_mask.sum(1, keepdim=True)  # (B, 2d)
+        s = torch.tanh(self.init_state(mean))  # (B, 2d) first decoder state
+        logits, alphas = [], []
+        for t in range(tgt_in.shape[1]):  # one target step after another: stays sequential
+            c, alpha = self.attention(s, h, key_mask)  # (B, 2d), (B, S)
+            s = self.cell(torch.cat([self.tgt_embed(tgt_in[:, t]), c], dim=-1), s)  # (B, 2d)
+            logits.append(self.head(torch.cat([s, c], dim=-1)))  # (B, V)
+            alphas.append(alpha)
+        return torch.stack(logits, 1), torch.stack(alphas, 1)  # (B, T, V), (B, T, S)
+
+
+def date_training_batch(task, step: int, n: int = 64):
+    """Batch ``step`` of the dates task (seeded by the step): ``src``, ``tgt_in``, ``tgt_out`` and
+    ``key_mask`` ``(B, S)``, ``True`` on real source characters."""
+    src, tgt_in, tgt_out, _ = task.batch(task.sample(n, seed=1000 + step))
+    return src, tgt_in, tgt_out, src != 0
+
+
+def seq2seq_date_loss(model: nn.Module, batch) -> torch.Tensor:
+    """Cross-entropy ``()`` of ``model(src, tgt_in, key_mask)`` against ``tgt_out``, padding
+    (id 0) not counted; ``batch`` as :func:`date_training_batch` gives it."""
+    src, tgt_in, tgt_out, key_mask = batch
+    logits, _ = model(src, tgt_in, key_mask)
+    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=0)
+
+
+def long_range_values(runs: list[dict], model: str, task: str, n: int, key: str) -> list:
+    """The values of ``key`` over the seeds of one cell (model, task, length) of the stored
+    long-range runs (``attn.efficient.measured("long_range")["runs"]``)."""
+    return [r[key] for r in runs if (r["model"], r["task"], r["n"]) == (model, task, n)]
+
+
+def long_range_rows(runs: list[dict]) -> list[list]:
+    """One table row per task and length of the long-range runs: task, ``n``, the distance of the
+    answer, then per model (LSTM, Transformer) its accuracy over the seeds as
+    ``"mean [min, max]"`` and its median training CPU seconds."""
+    rows = []
+    for task in ("far", "near"):
+        for n in sorted({r["n"] for r in runs}):
+            row = [task, n, long_range_values(runs, "LSTM", task, n, "distance")[0]]
+            for model in ("LSTM", "Transformer"):
+                acc = long_range_values(runs, model, task, n, "accuracy")
+                cpu = long_range_values(runs, model, task, n, "train_cpu_seconds")
+                row += [f"{statistics.mean(acc):.2f} [{min(acc):.2f}, {max(acc):.2f}]",
+                        f"{statistics.median(cpu):.1f}"]
+            rows.append(row)
+    return rows
