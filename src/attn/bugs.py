@@ -274,7 +274,7 @@ def init_probe(cls: type[Reference], d_k: int, seed: int) -> tuple[float, float]
     return _mean_entropy(m.last_weights), float(m.last_weights.amax(-1).mean())
 
 
-#: The bugs that show in a causal layer: :func:`zoo` builds them with ``is_causal=True``.
+#: The bugs that show in a causal layer, which :func:`zoo` builds with ``is_causal=True``.
 CAUSAL_BUGS = frozenset({MaskAfterSoftmax, OffByOneCausal, StaleTrainingMask, KeysFromDecoder})
 
 
