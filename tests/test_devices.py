@@ -119,6 +119,9 @@ CASES = {
     # efficient
     "tiled_attention(is_causal, additive mask)": lambda d, t: ef.tiled_attention(
         *qkv(d, t, L=5, S=7), is_causal=True, mask=torch.zeros(5, 7, dtype=t, device=d), block_size=2),
+    "online_softmax_update": lambda d, t: ef.online_softmax_update(
+        torch.full((1, 2, 1), float("-inf"), dtype=t, device=d), torch.zeros(1, 2, 1, dtype=t, device=d),
+        torch.zeros(1, 2, 3, dtype=t, device=d), rnd(d, t, 1, 2, 4), rnd(d, t, 1, 4, 3)),
     "banded_attention": lambda d, t: ef.banded_attention(*qkv(d, t, L=7, S=7), window=2, is_causal=True),
     "linear_attention": lambda d, t: ef.linear_attention(*qkv(d, t), is_causal=True, chunk_size=4),
     "linear_attention(non-causal)": lambda d, t: ef.linear_attention(*qkv(d, t, L=4)),
@@ -169,6 +172,7 @@ NOT_TENSOR_CODE = {
     "efficient.KINDS", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
     "efficient.sdpa_cases",  # the calls whose kernel the efficient chapter records (thunks, not a computation)
+    "efficient.online_softmax_steps",  # a float64 step-by-step view for a figure (yields Python floats)
     "variants.comparison", "variants.comparison_markdown",
     "blocks.ACTIVATIONS", "blocks.activation_function",  # a table of functions and its lookup (the layers run them)
 }

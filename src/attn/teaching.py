@@ -395,11 +395,13 @@ def softmax_saturation(d_k: int, scaled: bool, *, n_queries: int = 512, n_keys: 
 
     Returns: ``var`` the variance of the scores, ``max_w`` the mean largest weight of a row,
     ``entropy`` the mean row entropy in nats, ``jac`` the mean :func:`softmax_jacobian_norm`."""
+    from attn.masks import masked_softmax
+
     g = torch.Generator().manual_seed(seed)
     q = torch.randn(n_queries, d_k, generator=g)
     k = torch.randn(n_keys, d_k, generator=g)
     s = q @ k.T / (math.sqrt(d_k) if scaled else 1.0)  # (n_queries, n_keys)
-    p = torch.softmax(s, dim=-1)
+    p = masked_softmax(s)
     entropy = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
     return {"var": s.var().item(), "max_w": p.max(-1).values.mean().item(),
             "entropy": entropy.mean().item(), "jac": softmax_jacobian_norm(p).mean().item()}
@@ -623,7 +625,8 @@ def fully_masked_outcomes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         return "other"
 
     s = q @ k.transpose(-2, -1) / k.shape[-1] ** 0.5  # (B, L, S)
-    naive = lambda fill: lambda: torch.softmax(s.masked_fill(~mask, fill), dim=-1)  # noqa: E731
+    # the naive softmax, on purpose: what this function reports is how it fails
+    naive = lambda fill: lambda: torch.softmax(s.masked_fill(~mask, fill), dim=-1)  # noqa: E731 on purpose
     return {
         "masked_fill(-inf)": describe(naive(float("-inf"))),
         "masked_fill(-1e9)": describe(naive(-1e9)),
@@ -650,7 +653,7 @@ class AdditiveAttention(nn.Module):
     def forward(self, s: torch.Tensor, h: torch.Tensor, key_mask: torch.Tensor):
         scores = self.W(s)[:, None, :] + self.U(h)  # (B, S, hidden)
         e = self.v(torch.tanh(scores)).squeeze(-1)  # (B, S) scores e_ij
-        alpha = e.masked_fill(~key_mask, float("-inf")).softmax(dim=-1)  # (B, S)
+        alpha = _masks.masked_softmax(e, key_mask)  # (B, S)
         c = (alpha[:, :, None] * h).sum(dim=1)  # (B, key_size) context c_i
         return c, alpha
 
