@@ -17,6 +17,7 @@ loads no script, font or style from another host.
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import sys
 
@@ -50,6 +51,23 @@ CONFIG_JS = """\
 # Loaded by tex-chtml.js only when a page needs them: TeX packages it autoloads (\\boldsymbol ...),
 # the CHTML fonts, and the components behind MathJax's right-click menu (speech/explorer).
 MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"]
+
+
+# embed-amd.js checks each page's saved widget state against the widget-state JSON schema with Ajv, whose
+# default strict mode logs a console warning ("use allowUnionTypes to allow union type keyword") on every
+# page with widgets, because the schema gives a buffer path's items two types (string or number), which
+# JSON Schema allows. Each of the bundle's two validators (html-manager 8 and its 7.x twin) is created
+# with Ajv's option that accepts such types; the check itself is unchanged.
+AJV_VALIDATOR = re.compile(r"(\.v2\.view,[\w$]+=new\()([\w$]+\(\))\)")
+
+
+def allow_union_types(js: str) -> str:
+    """Create embed-amd.js's widget-state validators with ``allowUnionTypes`` (see AJV_VALIDATOR)."""
+    patched, n = AJV_VALIDATOR.subn(r"\1\2)({allowUnionTypes:!0})", js)
+    if n != 2:
+        raise SystemExit(f"embed-amd.js: expected 2 widget-state validators to configure, found {n} "
+                         "(a new @jupyter-widgets/html-manager? update scripts/assets.py AJV_VALIDATOR)")
+    return patched
 
 
 def anywidget_amd() -> pathlib.Path:
@@ -102,6 +120,8 @@ def main() -> None:
         ignore=shutil.ignore_patterns("*.map", "embed.js", "embed.js.*", "libembed-amd.js", "*.d.ts",
                                       "*.eot", "*.svg", "*.ttf"),
     )
+    embed = widgets / "embed-amd.js"
+    embed.write_text(allow_union_types(embed.read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copy2(NODE / "requirejs/require.js", widgets / "require.js")
     (widgets / "anywidget").mkdir()
     shutil.copy2(anywidget_amd(), widgets / "anywidget/index.js")
