@@ -1,4 +1,10 @@
-"""Plots reused across the chapters. Each returns the matplotlib Figure; nothing is printed."""
+"""Plots reused across the chapters. Each returns the matplotlib Figure; nothing is printed.
+
+Importing this module also sets how the book's figures are shown in a notebook (:func:`book_figures`):
+PNG at twice the display resolution (sharp on 2x screens; nbval does not compare PNGs, whereas SVG text
+would be compared coordinate by coordinate, and those differ across CPUs), tagged with the size of the
+figure's smallest text so that the site can keep it readable on a phone.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,67 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-__all__ = ["Table", "heatmap", "heatmaps"]
+__all__ = ["Table", "book_figures", "heatmap", "heatmaps", "png_2x"]
+
+#: PNG text keys written by :func:`png_2x`: the smallest text of the figure, in CSS pixels at the image's
+#: natural display size (its width and height in the output metadata), and the display dpi.
+TEXT_PX_KEY = "attn:min-text-px"
+
+
+def png_2x(fig, **savefig_kw) -> tuple[bytes, dict] | None:
+    """The figure as a PNG at twice its display resolution (``fig.dpi``), for IPython's display.
+
+    Returns ``(png, {"width": w, "height": h})`` with ``w, h`` the display size in CSS pixels (half the
+    PNG's pixels, as IPython's "retina" format does), or None for a figure with nothing drawn. The PNG
+    carries, as text chunk ``attn:min-text-px`` (``TEXT_PX_KEY``), the size of the figure's smallest visible text in CSS
+    pixels at that display size: the site computes from it how narrow the image may be drawn while its
+    text stays readable (``_ext/attn_book.py``).
+    """
+    import io
+
+    from matplotlib.text import Text
+    from PIL import Image
+
+    if not fig.axes and not fig.lines:
+        return None
+    fig.draw_without_rendering()  # lays out the figure: tick labels exist only after a draw
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    text_px = min(sizes) * fig.dpi / 72 if sizes else 0.0
+    buf = io.BytesIO()
+    kw = dict(format="png", dpi=2 * fig.dpi, bbox_inches="tight", facecolor=fig.get_facecolor(),
+              metadata={TEXT_PX_KEY: f"{text_px:.2f}"})
+    fig.canvas.print_figure(buf, **(kw | savefig_kw))
+    data = buf.getvalue()
+    w, h = Image.open(io.BytesIO(data)).size
+    return data, {"width": w // 2, "height": h // 2}
+
+
+def book_figures() -> bool:
+    """Show matplotlib figures in this IPython session with :func:`png_2x`, and set the book's text sizes.
+
+    Called when ``attn.viz`` is imported; returns whether an IPython session was found. Outside IPython only
+    the text sizes are set. The sizes are matplotlib's defaults bar two: tick labels and legends at 9 pt
+    rather than 10 pt would be smaller still, so they stay at 10 pt, and annotations in heatmap cells are
+    9 pt (see :func:`heatmap`).
+    """
+    from matplotlib.figure import Figure
+
+    plt.rcParams.update({"xtick.labelsize": 10, "ytick.labelsize": 10, "legend.fontsize": 10,
+                         "axes.titlesize": 11, "figure.titlesize": 12})
+    ip = None
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+    except ImportError:  # pragma: no cover - IPython comes with matplotlib-inline
+        return False
+    if ip is None:
+        return False
+    # matplotlib loads its backend on first use, and the inline backend then registers its own PNG formatter:
+    # load it now, so that the formatter set here is the one that stays.
+    plt.switch_backend(plt.get_backend())
+    ip.display_formatter.formatters["image/png"].for_type(Figure, png_2x)
+    return True
 
 
 def _np(x) -> np.ndarray:
@@ -18,6 +84,7 @@ def _np(x) -> np.ndarray:
 
 
 def _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlabel, ylabel):
+    vmin, vmax = _scale(m, vmin, vmax)
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if col_labels is not None:
         ax.set_xticks(range(len(col_labels)), col_labels, rotation=45, ha="right")
@@ -29,9 +96,22 @@ def _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlab
         ax.set_title(title)
     if annotate:
         for (i, j), val in np.ndenumerate(m):
-            ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=9,
                     color=_ink_for(im.cmap(im.norm(val))))
     return im
+
+
+def _scale(m, vmin, vmax) -> tuple[float | None, float | None]:
+    """The colour scale: given limits, else the data's range (``vmax=None``: the largest value), so that
+    weights of ~0.04 spread over 25 keys fill the scale instead of looking blank on a 0-1 scale."""
+    finite = m[np.isfinite(m)]
+    if vmax is None and finite.size:
+        vmax = float(finite.max())
+    if vmin is None and finite.size:
+        vmin = float(finite.min())
+    if vmin is not None and vmax is not None and vmax <= vmin:
+        vmax = vmin + 1.0  # a constant map: one colour, a readable colour bar
+    return vmin, vmax
 
 
 def _ink_for(rgba) -> str:
@@ -147,3 +227,6 @@ class Table:
         head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
         return f'<table class="attn-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+book_figures()

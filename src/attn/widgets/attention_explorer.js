@@ -217,8 +217,8 @@ function render({ model, el }) {
       "aria-label": `attention lines, ${d.name}` });
     root_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, d.name),
-      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#888" }, "queries"),
-      s("text", { x: x1, y: 36, "font-size": 11, fill: "#888" }, "keys"));
+      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#666" }, "queries"),
+      s("text", { x: x1, y: 36, "font-size": 11, fill: "#666" }, "keys"));
     const yq = (i) => top + i * rowH + rowH / 2;
     const lines = s("g", { class: "attn-lines", "stroke-width": 2, "stroke-linecap": "round" });
     for (const hd of d.active) {
@@ -263,7 +263,7 @@ function render({ model, el }) {
       "aria-label": `attention heatmaps, ${d.name}` });
     svg_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, title));
-    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#888" }, "No head selected: turn one on above."));
+    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#666" }, "No head selected: turn one on above."));
     const outlines = [];
     d.active.forEach((hd, a) => {
       const gx = 12 + (a % cols) * (pw + 24), gy = 26 + Math.floor(a / cols) * (ph + 16);
