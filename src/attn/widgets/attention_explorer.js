@@ -45,9 +45,11 @@ export function decodeWeights(enc) {
   })));
 }
 
-/** The value that maps to full opacity: 1 for probabilities, else the largest weight. */
-export function weightScale(weights, normalized) {
-  if (normalized) return 1;
+/** The value that maps to full opacity: the largest weight, except for probabilities drawn as lines (1, so
+ *  that a line's opacity is its weight). A heatmap always spans the data: weights of ~0.04 (a query spread
+ *  over 25 keys) would look blank on a 0-1 scale; the legend states the top of the scale. */
+export function weightScale(weights, normalized, view = "lines") {
+  if (normalized && view !== "heatmap") return 1;
   let m = 0;
   for (const l of weights) for (const hd of l) for (const r of hd) for (const w of r) m = Math.max(m, w);
   return m > 0 ? m : 1;
@@ -158,8 +160,9 @@ function render({ model, el }) {
     const H = W[0].length, shown = get("heads");
     const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
     const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : `Layer ${layer + 1}`;
-    return { W: W[layer], layer, layers: W.length, names, name, H, active, q: get("tokens"), k: get("key_tokens"),
-      scale: weightScale(W, get("normalized")), view: get("view") === "heatmap" ? "heatmap" : "lines" };
+    const d = { W: W[layer], layer, layers: W.length, names, name, H, active, q: get("tokens"), k: get("key_tokens"),
+      view: get("view") === "heatmap" ? "heatmap" : "lines" };
+    return { ...d, scale: weightScale(W, get("normalized"), d.view) };
   }
 
   function controls(d) {
