@@ -54,17 +54,14 @@ def png_2x(fig, **savefig_kw) -> tuple[bytes, dict] | None:
 
 
 def book_figures() -> bool:
-    """Show matplotlib figures in this IPython session with :func:`png_2x`, and set the book's text sizes.
+    """Show matplotlib figures in this IPython session with :func:`png_2x`.
 
-    Called when ``attn.viz`` is imported; returns whether an IPython session was found. Outside IPython only
-    the text sizes are set. The sizes are matplotlib's defaults bar two: tick labels and legends at 9 pt
-    rather than 10 pt would be smaller still, so they stay at 10 pt, and annotations in heatmap cells are
-    9 pt (see :func:`heatmap`).
+    Called when ``attn.viz`` is imported (every chapter with figures imports it); returns whether an IPython
+    session was found. Text sizes stay matplotlib's (10 pt ticks and labels, 12 pt titles); the numbers
+    printed in heatmap cells are 9 pt (:func:`heatmap`).
     """
     from matplotlib.figure import Figure
 
-    plt.rcParams.update({"xtick.labelsize": 10, "ytick.labelsize": 10, "legend.fontsize": 10,
-                         "axes.titlesize": 11, "figure.titlesize": 12})
     ip = None
     try:
         from IPython import get_ipython
