@@ -18,6 +18,18 @@ let the rest be parsed as HTML). Escaping every ``</`` and ``<!--`` keeps the co
 for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same characters).
 
 4. Add the book's own page styles, ``_ext/attn_book.css`` (long headings and inline code wrap on a phone).
+
+5. Publish only what a reader's browser uses: no sphinx-thebe configuration block (it names
+   sphinx-thebe's default Binder repository, unrelated to this book; thebe is off), no theme template
+   fragments (``*webpack-macros.html``) and no source maps (``*.map`` and the comments pointing at
+   them). ``index.html`` redirects to the first chapter with a link for browsers that do not follow
+   the redirect, and the 404 page finds its styles whether the site is served under
+   ``notfound_urls_prefix`` (GitHub Pages) or at a host's root.
+
+7. Figures made by ``attn.viz.png_2x`` (every matplotlib figure in a chapter that imports ``attn.viz``)
+   get a minimum width at which their smallest text is 9 px; narrower screens scroll them sideways.
+
+6. Mark the table columns that hold numbers (class ``attn-num``), which ``_css/attn.css`` right-aligns.
 """
 
 from __future__ import annotations
@@ -89,6 +101,207 @@ def drop_unused_theme_files(app, exception) -> None:
             (pathlib.Path(app.outdir) / "_static" / "scripts" / name).unlink(missing_ok=True)
 
 
+def drop_thebe_config(app) -> None:
+    """Disconnect sphinx-thebe's per-page configuration block (Jupyter Book always loads sphinx-thebe)."""
+    for listeners in app.events.listeners.values():
+        for listener in list(listeners):
+            if getattr(listener.handler, "__module__", "") == "sphinx_thebe" and listener.handler.__name__ == "update_thebe_context":
+                app.disconnect(listener.id)
+
+
+TEMPLATE_FRAGMENTS = ("webpack-macros.html", "sbt-webpack-macros.html")
+SOURCE_MAP_COMMENT = re.compile(r"\n?(?://# sourceMappingURL=[^\n]*|/\*# sourceMappingURL=[^*]*\*/)[ \t]*$", re.M)
+
+
+def drop_unpublished_files(app, exception) -> None:
+    """Remove template fragments and source maps from ``_static`` (and the comments naming the maps)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    static = pathlib.Path(app.outdir) / "_static"
+    for name in TEMPLATE_FRAGMENTS:
+        (static / name).unlink(missing_ok=True)
+    for path in static.rglob("*.map"):
+        path.unlink()
+    for path in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        if "sourceMappingURL=" in text:
+            path.write_text(SOURCE_MAP_COMMENT.sub("", text), encoding="utf-8", errors="surrogateescape")
+
+
+INDEX = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="refresh" content="0; url={target}">
+<link rel="canonical" href="{target}">
+<title>{title}</title>
+</head>
+<body>
+<p><a href="{target}">{title}: continue to the book</a></p>
+</body>
+</html>
+"""
+
+
+def write_index(app, exception) -> None:
+    """``index.html``: a redirect to the first page, with a link for browsers that do not follow it.
+    (Runs before sphinx-external-toc's build-finished handler, which then leaves the file alone.)"""
+    if exception is not None or app.builder.format != "html" or app.config.master_doc == "index":
+        return
+    from html import escape
+
+    target = escape(app.builder.get_target_uri(app.config.master_doc))
+    (pathlib.Path(app.outdir) / "index.html").write_text(INDEX.format(target=target, title=escape(app.config.html_title or app.config.project)))
+
+
+ROOT_SCRIPT = """<script>
+/* This page is served for any missing path, at any depth: its links are written from the site root, which is
+   {prefix} where the host serves the site under it (GitHub Pages) and / elsewhere (a custom domain, a local
+   server). Styles and scripts are written by document.write so that the browser fetches them from there only. */
+var attnRoot = location.pathname.indexOf({prefix_js}) === 0 ? {prefix_js} : "/";
+document.write("<base href=" + JSON.stringify(attnRoot) + ">");
+</script>"""
+_RESOURCE_TAG = re.compile(r'<(?:link\b[^>]*|script\b[^>]*\bsrc="[^"]*"[^>]*)>(?:</script>)?')
+_FETCHED = re.compile(r'\brel="(?:stylesheet|preload|icon|shortcut icon)"|^<script')
+_RELATIVE_URL = re.compile(r'\b(?:href|src)="((?![a-z]+:|/|#)[^"]+)"')
+
+
+def make_404_work_at_any_root(app, exception) -> None:
+    """Rewrite the 404 page's absolute links (``notfound_urls_prefix`` + path) as paths from the site root:
+    a first script in ``<head>`` finds the root (ROOT_SCRIPT) and sets ``<base>`` for the page's links, and
+    each style sheet and script of the page is written by a script from that root (a plain tag would be
+    fetched from the missing page's folder by the browser's look-ahead before ``<base>`` is set)."""
+    import json
+
+    prefix = getattr(app.config, "notfound_urls_prefix", None)
+    page = pathlib.Path(app.outdir) / "404.html"
+    if exception is not None or app.builder.format != "html" or not prefix or not page.exists():
+        return
+    js = lambda text: json.dumps(text).replace("</", "<\\/")  # noqa: E731
+    text = re.sub(r'((?:href|src)=")' + re.escape(prefix), r"\1", page.read_text(encoding="utf-8"))
+
+    def written(m):
+        tag = m.group(0)
+        url = _RELATIVE_URL.search(tag)
+        if not _FETCHED.search(tag) or url is None:
+            return tag
+        before, after = tag[: url.start(1)], tag[url.end(1):]
+        return f"<script>document.write({js(before)} + attnRoot + {js(url.group(1))} + {js(after)});</script>"
+
+    text = _RESOURCE_TAG.sub(written, text)
+    text = text.replace("<head>", "<head>\n" + ROOT_SCRIPT.format(prefix=prefix, prefix_js=js(prefix)), 1)
+    page.write_text(text, encoding="utf-8")
+
+
+# A cell holds a number when its text is one: a sign, digits (with , or _ grouping), decimals, an exponent,
+# an optional "± spread" and a short unit or factor (%, x, ×, ms, MB, GFLOP/s ...).
+NUMBER = re.compile(r"^[−+\-~≈<>≤≥]?\s*(?:\d[\d,_]*(?:\.\d+)?|\.\d+)(?:[eE][−+\-]?\d+)?"
+                    r"(?:\s*(?:±|\+/-)\s*\d[\d.]*(?:[eE][−+\-]?\d+)?)?\s*(?:%|×|x|[a-zA-Zµ]{1,5}(?:/s)?)?$")
+_TABLE = re.compile(r"<table\b.*?</table>", re.S | re.I)
+_ROW = re.compile(r"<tr\b.*?</tr>", re.S | re.I)
+_CELL = re.compile(r"<(t[hd])\b([^>]*)>(.*?)</\1>", re.S | re.I)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _is_number(cell_html: str) -> bool:
+    from html import unescape
+
+    return bool(NUMBER.match(unescape(_TAG.sub("", cell_html)).strip()))
+
+
+def mark_number_columns(table: str) -> str:
+    """Add class ``attn-num`` to every cell of the columns whose body cells all hold numbers (empty cells
+    aside), header included, so that the style sheet right-aligns them. Tables with merged cells or
+    nested tables are left as they are."""
+    if re.search(r"colspan|rowspan", table, re.I) or len(re.findall(r"<table\b", table, re.I)) > 1:
+        return table
+    rows = [[(m.group(1).lower(), m.group(3)) for m in _CELL.finditer(r)] for r in _ROW.findall(table)]
+    body = [r for r in rows if r and all(kind == "td" for kind, _ in r)]
+    ncols = max((len(r) for r in rows), default=0)
+    numeric = set()
+    for j in range(ncols):
+        texts = [r[j][1] for r in body if j < len(r) and _TAG.sub("", r[j][1]).strip()]
+        if texts and all(_is_number(t) for t in texts):
+            numeric.add(j)
+    if not numeric:
+        return table
+
+    def row(m):
+        col = iter(range(10**6))
+
+        def cell(c):
+            j = next(col)
+            if j not in numeric:
+                return c.group(0)
+            attrs = c.group(2)
+            if re.search(r"\bclass=([\"'])", attrs):
+                attrs = re.sub(r"\bclass=([\"'])", r"class=\1attn-num ", attrs, count=1)
+            else:
+                attrs += ' class="attn-num"'
+            return f"<{c.group(1)}{attrs}>{c.group(3)}</{c.group(1)}>"
+
+        return _CELL.sub(cell, m.group(0))
+
+    return _ROW.sub(row, table)
+
+
+def mark_numbers_in_tables(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001 (html-page-context handler)
+    if "body" in context and "<table" in context["body"]:
+        context["body"] = _TABLE.sub(lambda m: mark_number_columns(m.group(0)), context["body"])
+
+
+#: The smallest text a figure may show on any screen, in CSS pixels (issue 21: 9 px on a 390 px phone).
+MIN_TEXT_PX = 9.0
+_IMG = re.compile(r'<img\b[^>]*\bsrc="(?:\.\./)*_images/([0-9a-f]+\.png)"[^>]*?(/?)>')
+
+
+def figure_min_width(png_path: pathlib.Path) -> int | None:
+    """The narrowest width (CSS px) at which a figure's smallest text is still ``MIN_TEXT_PX``, from the
+    text size that ``attn.viz.png_2x`` stores in the PNG (None for a PNG without it)."""
+    from PIL import Image
+
+    with Image.open(png_path) as img:
+        text_px = float(getattr(img, "text", {}).get("attn:min-text-px", 0) or 0)
+        natural = img.size[0] / 2  # png_2x draws at twice the display size
+    if text_px <= 0:
+        return None
+    return min(int(natural), int(-(-natural * MIN_TEXT_PX // text_px)))
+
+
+def add_figure_min_widths(html: str, images: pathlib.Path, cache: dict | None = None) -> str:
+    """``html`` with a ``min-width`` (and ``data-min-width``) on each ``<img>`` of a PNG in ``images`` that
+    carries attn.viz.png_2x's text size (see figure_min_width); other images are left as they are."""
+    cache = {} if cache is None else cache
+
+    def add(m):
+        name = m.group(1)
+        if name not in cache:
+            png = images / name
+            cache[name] = figure_min_width(png) if png.exists() else None
+        tag = m.group(0)
+        if cache[name] is None:
+            return tag
+        end = len(tag) - len(m.group(2)) - 1
+        return f'{tag[:end].rstrip()} style="min-width: {cache[name]}px" data-min-width="{cache[name]}" {tag[end:]}'
+
+    return _IMG.sub(add, html)
+
+
+def keep_figure_text_readable(app, exception) -> None:
+    """Give each figure made by ``attn.viz.png_2x`` a ``min-width`` at which its text stays readable; on a
+    narrower screen the figure scrolls sideways in its own box (``_css/attn.css``) instead of shrinking."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out, cache = pathlib.Path(app.outdir), {}
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        if "_images/" in text:
+            new = add_figure_min_widths(text, out / "_images", cache)
+            if new != text:
+                page.write_text(new, encoding="utf-8")
+
+
 def setup(app):
     from myst_nb.core import render
 
@@ -98,5 +311,11 @@ def setup(app):
     render.sanitize_script_content = sanitize_script_content
     app.connect("build-finished", serve_reader_editions)
     app.connect("build-finished", drop_unused_theme_files)
+    app.connect("builder-inited", drop_thebe_config)
+    app.connect("build-finished", drop_unpublished_files)
+    app.connect("build-finished", write_index, priority=400)
+    app.connect("build-finished", make_404_work_at_any_root)
+    app.connect("build-finished", keep_figure_text_readable)
     app.connect("html-page-context", trim_page_assets, priority=900)
+    app.connect("html-page-context", mark_numbers_in_tables)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -183,11 +183,13 @@ def test_js_similarity_and_circle_point_equal_python():
 def test_js_head_colours_are_distinct_and_scaling_follows_normalized():
     calls = [{"fn": "headColor", "args": [h]} for h in range(16)]
     calls += [{"fn": "weightScale", "args": [[[[[0.5, 2.0]]]], True]}, {"fn": "weightScale", "args": [[[[[0.5, 2.0]]]], False]},
-              {"fn": "shortToken", "args": ["a" * 40]}, {"fn": "shortToken", "args": [""]}]
+              {"fn": "shortToken", "args": ["a" * 40]}, {"fn": "shortToken", "args": [""]},
+              {"fn": "weightScale", "args": [[[[[0.04, 0.07]]]], True, "heatmap"]}]
     got = call_js("attention_explorer.js", calls)
     assert len(set(got[:16])) == 16
     assert got[16:18] == [1, 2.0]
     assert len(got[18]) == 18 and got[18].endswith("\u2026") and got[19] != ""
+    assert got[20] == 0.07, "a heatmap of probabilities spans the data, not 0-1 (weights near 1/25 looked blank)"
 
 
 @needs_node

@@ -1,4 +1,10 @@
-"""Plots reused across the chapters. Each returns the matplotlib Figure; nothing is printed."""
+"""Plots reused across the chapters. Each returns the matplotlib Figure; nothing is printed.
+
+Importing this module also sets how the book's figures are shown in a notebook (:func:`book_figures`):
+PNG at twice the display resolution (sharp on 2x screens; nbval does not compare PNGs, whereas SVG text
+would be compared coordinate by coordinate, and those differ across CPUs), tagged with the size of the
+figure's smallest text so that the site can keep it readable on a phone.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,68 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-__all__ = ["Table", "heatmap", "heatmaps", "weights_table"]
+__all__ = ["Table", "book_figures", "heatmap", "heatmaps", "png_2x", "weights_table"]
+
+#: PNG text keys written by :func:`png_2x`: the smallest text of the figure, in CSS pixels at the image's
+#: natural display size (its width and height in the output metadata), and the display dpi.
+TEXT_PX_KEY = "attn:min-text-px"
+
+
+def png_2x(fig, **savefig_kw) -> tuple[bytes, dict] | None:
+    """The figure as a PNG at twice its display resolution (``fig.dpi``), in 256 colours, for IPython's display.
+
+    Returns ``(png, {"width": w, "height": h})`` with ``w, h`` the display size in CSS pixels (half the
+    PNG's pixels, as IPython's "retina" format does), or None for a figure with nothing drawn. The PNG
+    carries, as text chunk ``attn:min-text-px`` (``TEXT_PX_KEY``), the size of the figure's smallest visible text in CSS
+    pixels at that display size: the site computes from it how narrow the image may be drawn while its
+    text stays readable (``_ext/attn_book.py``).
+    """
+    import io
+
+    from matplotlib.text import Text
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    if not fig.axes and not fig.lines:
+        return None
+    fig.draw_without_rendering()  # lays out the figure: tick labels exist only after a draw
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    text_px = min(sizes) * fig.dpi / 72 if sizes else 0.0
+    buf = io.BytesIO()
+    kw = dict(format="png", dpi=2 * fig.dpi, bbox_inches="tight", facecolor=fig.get_facecolor())
+    fig.canvas.print_figure(buf, **(kw | savefig_kw))
+    # A 256-colour palette: a third of the bytes of the full-colour 2x PNG, smaller than the 1x one.
+    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB").quantize(256, method=Image.Quantize.MEDIANCUT)
+    info = PngInfo()
+    info.add_text(TEXT_PX_KEY, f"{text_px:.2f}")
+    out = io.BytesIO()
+    img.save(out, format="png", optimize=True, pnginfo=info)
+    return out.getvalue(), {"width": img.size[0] // 2, "height": img.size[1] // 2}
+
+
+def book_figures() -> bool:
+    """Show matplotlib figures in this IPython session with :func:`png_2x`.
+
+    Called when ``attn.viz`` is imported (every chapter with figures imports it); returns whether an IPython
+    session was found. Text sizes stay matplotlib's (10 pt ticks and labels, 12 pt titles); the numbers
+    printed in heatmap cells are 9 pt (:func:`heatmap`).
+    """
+    from matplotlib.figure import Figure
+
+    ip = None
+    try:
+        from IPython import get_ipython
+
+        ip = get_ipython()
+    except ImportError:  # pragma: no cover - IPython comes with matplotlib-inline
+        return False
+    if ip is None:
+        return False
+    # matplotlib loads its backend on first use, and the inline backend then registers its own PNG formatter:
+    # load it now, so that the formatter set here is the one that stays.
+    plt.switch_backend(plt.get_backend())
+    ip.display_formatter.formatters["image/png"].for_type(Figure, png_2x)
+    return True
 
 
 def _np(x) -> np.ndarray:
@@ -18,6 +85,7 @@ def _np(x) -> np.ndarray:
 
 
 def _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlabel, ylabel):
+    vmin, vmax = _scale(m, vmin, vmax)
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if col_labels is not None:
         ax.set_xticks(range(len(col_labels)), col_labels, rotation=45, ha="right")
@@ -29,9 +97,22 @@ def _draw(ax, m, row_labels, col_labels, title, cmap, vmin, vmax, annotate, xlab
         ax.set_title(title)
     if annotate:
         for (i, j), val in np.ndenumerate(m):
-            ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=7,
+            ax.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=9,
                     color=_ink_for(im.cmap(im.norm(val))))
     return im
+
+
+def _scale(m, vmin, vmax) -> tuple[float | None, float | None]:
+    """The colour scale: given limits, else the data's range (``vmax=None``: the largest value), so that
+    weights of ~0.04 spread over 25 keys fill the scale instead of looking blank on a 0-1 scale."""
+    finite = m[np.isfinite(m)]
+    if vmax is None and finite.size:
+        vmax = float(finite.max())
+    if vmin is None and finite.size:
+        vmin = float(finite.min())
+    if vmin is not None and vmax is not None and vmax <= vmin:
+        vmax = vmin + 1.0  # a constant map: one colour, a readable colour bar
+    return vmin, vmax
 
 
 def _ink_for(rgba) -> str:
@@ -171,3 +252,6 @@ def weights_table(tokens: Sequence[str], weights: Mapping[str, torch.Tensor], *,
             raise ValueError(f"weights[{name!r}] must be ({L}, {L}) for {L} tokens, got {tuple(w.shape)}")
     rows = [[t, *(v for w in weights.values() for v in w[i].tolist())] for i, t in enumerate(tokens)]
     return Table(rows, ["query", *(f"{name}: {t}" for name in weights for t in tokens)], floatfmt=floatfmt)
+
+
+book_figures()

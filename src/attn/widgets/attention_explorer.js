@@ -45,9 +45,11 @@ export function decodeWeights(enc) {
   })));
 }
 
-/** The value that maps to full opacity: 1 for probabilities, else the largest weight. */
-export function weightScale(weights, normalized) {
-  if (normalized) return 1;
+/** The value that maps to full opacity: the largest weight, except for probabilities drawn as lines (1, so
+ *  that a line's opacity is its weight). A heatmap always spans the data: weights of ~0.04 (a query spread
+ *  over 25 keys) would look blank on a 0-1 scale; the legend states the top of the scale. */
+export function weightScale(weights, normalized, view = "lines") {
+  if (normalized && view !== "heatmap") return 1;
   let m = 0;
   for (const l of weights) for (const hd of l) for (const r of hd) for (const w of r) m = Math.max(m, w);
   return m > 0 ? m : 1;
@@ -158,8 +160,9 @@ function render({ model, el }) {
     const H = W[0].length, shown = get("heads");
     const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
     const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : `Layer ${layer + 1}`;
-    return { W: W[layer], layer, layers: W.length, names, name, H, active, q: get("tokens"), k: get("key_tokens"),
-      scale: weightScale(W, get("normalized")), view: get("view") === "heatmap" ? "heatmap" : "lines" };
+    const d = { W: W[layer], layer, layers: W.length, names, name, H, active, q: get("tokens"), k: get("key_tokens"),
+      view: get("view") === "heatmap" ? "heatmap" : "lines" };
+    return { ...d, scale: weightScale(W, get("normalized"), d.view) };
   }
 
   function controls(d) {
@@ -217,8 +220,8 @@ function render({ model, el }) {
       "aria-label": `attention lines, ${d.name}` });
     root_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, d.name),
-      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#888" }, "queries"),
-      s("text", { x: x1, y: 36, "font-size": 11, fill: "#888" }, "keys"));
+      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#666" }, "queries"),
+      s("text", { x: x1, y: 36, "font-size": 11, fill: "#666" }, "keys"));
     const yq = (i) => top + i * rowH + rowH / 2;
     const lines = s("g", { class: "attn-lines", "stroke-width": 2, "stroke-linecap": "round" });
     for (const hd of d.active) {
@@ -263,7 +266,7 @@ function render({ model, el }) {
       "aria-label": `attention heatmaps, ${d.name}` });
     svg_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, title));
-    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#888" }, "No head selected: turn one on above."));
+    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#666" }, "No head selected: turn one on above."));
     const outlines = [];
     d.active.forEach((hd, a) => {
       const gx = 12 + (a % cols) * (pw + 24), gy = 26 + Math.floor(a / cols) * (ph + 16);

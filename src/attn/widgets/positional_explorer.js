@@ -80,15 +80,15 @@ function render({ model, el }) {
     const svg = svgRoot("attn-svg attn-pe-heatmap", W, Ht, `positional encoding table ${d.name}, ${d.P} positions by ${d.D} dimensions`);
     svg.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
       s("text", { x: left, y: 13, "font-size": 12, "font-weight": 600, fill: "#333" }, "PE[position, dimension]"),
-      s("text", { x: left + (d.D * cw) / 2, y: 27, "text-anchor": "middle", fill: "#777" }, "dimension \u2192"),
-      s("text", { transform: `translate(11, ${top + (d.P * chh) / 2}) rotate(-90)`, "text-anchor": "middle", fill: "#777" }, "position \u2192"));
+      s("text", { x: left + (d.D * cw) / 2, y: 27, "text-anchor": "middle", fill: "#666" }, "dimension \u2192"),
+      s("text", { transform: `translate(11, ${top + (d.P * chh) / 2}) rotate(-90)`, "text-anchor": "middle", fill: "#666" }, "position \u2192"));
     const cells = s("g", { "shape-rendering": "crispEdges" });
     d.T.forEach((row, p) => row.forEach((v, c) => cells.append(s("rect", { class: "attn-pe-cell", x: left + c * cw, y: top + p * chh,
       width: cw, height: chh, fill: divergingColor(v / vmax), "data-pos": p, "data-dim": c }))));
     svg.append(cells);
     const pStep = niceStep(d.P, 6), dStep = niceStep(d.D, 6);
-    for (let p = 0; p < d.P; p += pStep) svg.append(s("text", { x: left - 4, y: top + p * chh + chh / 2 + 4, "text-anchor": "end", fill: "#888" }, String(p)));
-    for (let c = 0; c < d.D; c += dStep) svg.append(s("text", { x: left + c * cw + cw / 2, y: top + d.P * chh + 13, "text-anchor": "middle", fill: "#888" }, String(c)));
+    for (let p = 0; p < d.P; p += pStep) svg.append(s("text", { x: left - 4, y: top + p * chh + chh / 2 + 4, "text-anchor": "end", fill: "#666" }, String(p)));
+    for (let c = 0; c < d.D; c += dStep) svg.append(s("text", { x: left + c * cw + cw / 2, y: top + d.P * chh + 13, "text-anchor": "middle", fill: "#666" }, String(c)));
     const ly = top + d.P * chh + 24;  // colour legend
     for (let n = 0; n < 40; n++) svg.append(s("rect", { x: left + 26 + n * 3, y: ly, width: 3, height: 9, fill: divergingColor(n / 19.5 - 1) }));
     svg.append(s("text", { x: left + 22, y: ly + 8, "text-anchor": "end", fill: "#666" }, fmt(-vmax)),
@@ -112,11 +112,11 @@ function render({ model, el }) {
       s("line", { x1: x(0), x2: x(0), y1: t, y2: t + ph, stroke: "#ccc", "stroke-dasharray": "3 3" }),
       s("rect", { x: l, y: t, width: pw, height: ph, fill: "none", stroke: "#bbb" }));
     const step = niceStep(2 * K, 6);
-    for (let k = -Math.floor(K / step) * step; k <= K; k += step) svg.append(s("text", { x: x(k), y: t + ph + 13, "text-anchor": "middle", fill: "#888" }, String(k)));
-    svg.append(s("text", { x: l + pw / 2, y: Ht - 3, "text-anchor": "middle", fill: "#777" }, "offset k"));
+    for (let k = -Math.floor(K / step) * step; k <= K; k += step) svg.append(s("text", { x: x(k), y: t + ph + 13, "text-anchor": "middle", fill: "#666" }, String(k)));
+    svg.append(s("text", { x: l + pw / 2, y: Ht - 3, "text-anchor": "middle", fill: "#666" }, "offset k"));
     const ticks = [];  // 0 and the extremes, leaving out any that would overlap one already placed
     for (const v of [0, built.hi, built.lo]) if (ticks.every((u) => Math.abs(y(u) - y(v)) >= 12)) ticks.push(v);
-    for (const v of ticks) svg.append(s("text", { class: "attn-pe-ytick", x: l - 4, y: y(v) + 4, "text-anchor": "end", fill: "#888" }, fmt(v)));
+    for (const v of ticks) svg.append(s("text", { class: "attn-pe-ytick", x: l - 4, y: y(v) + 4, "text-anchor": "end", fill: "#666" }, fmt(v)));
     svg.append(s("polyline", { class: "attn-pe-curve", points: offsets.map((k, n) => `${x(k).toFixed(1)},${y(dots[n]).toFixed(1)}`).join(" "),
       fill: "none", stroke: "#2f6db3", "stroke-width": 1.6, "data-offsets": offsets.join(","), "data-dots": dots.map((v) => v.toFixed(4)).join(",") }));
     svg.append(s("circle", { cx: x(0), cy: y(dots[d.p]), r: 3.5, fill: "#2f6db3" }));
@@ -128,7 +128,7 @@ function render({ model, el }) {
     const svg = svgRoot("attn-svg attn-pe-circle", W, Ht, `dimensions ${2 * d.i} and ${2 * d.i + 1} at position ${d.p}`);
     svg.append(s("rect", { width: W, height: Ht, fill: "#fff" }));
     if (!d.pairs) {
-      svg.append(s("text", { x: 12, y: 20, fill: "#888" }, "The table needs at least 2 dimensions for a pair."));
+      svg.append(s("text", { x: 12, y: 20, fill: "#666" }, "The table needs at least 2 dimensions for a pair."));
       return svg;
     }
     const pts = d.T.map((_, p) => pairPoint(d.T, p, d.i));
@@ -137,8 +137,8 @@ function render({ model, el }) {
     svg.append(s("text", { x: 12, y: 14, "font-size": 12, "font-weight": 600, fill: "#333" }, `pair i = ${d.i}: dimensions ${2 * d.i} and ${2 * d.i + 1}`),
       s("line", { x1: cx - 88, x2: cx + 88, y1: cy, y2: cy, stroke: "#ddd" }), s("line", { x1: cx, x2: cx, y1: cy - 84, y2: cy + 84, stroke: "#ddd" }),
       s("circle", { cx, cy, r: R, fill: "none", stroke: "#bbb", "stroke-dasharray": "3 3" }),
-      s("text", { x: cx + 90, y: cy + 4, fill: "#777" }, `dim ${2 * d.i + 1}`),
-      s("text", { x: cx + 5, y: cy - 78, fill: "#777" }, `dim ${2 * d.i}`));
+      s("text", { x: cx + 90, y: cy + 4, fill: "#666" }, `dim ${2 * d.i + 1}`),
+      s("text", { x: cx + 5, y: cy - 78, fill: "#666" }, `dim ${2 * d.i}`));
     const trail = s("g", {});
     pts.forEach(([a, b], p) => trail.append(s("circle", { cx: X(a), cy: Y(b), r: 2, fill: p <= d.p ? "#8fb3dc" : "#e4e4e4" })));
     const [a, b] = pts[d.p];

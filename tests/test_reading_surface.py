@@ -1,0 +1,325 @@
+"""The surface a reader meets (issue 21, items 4, 5 and 7): tables set as a book's, figures sharp and readable on
+a phone, the searched word highlighted, no inert machinery published, a redirect and a 404 page that work, and
+not one console warning on any page. Browser tests as tests/test_browser.py (Debian Chromium, the site served
+on 127.0.0.1 as GitHub Pages serves it)."""
+
+import io
+import re
+import sys
+
+import pytest
+import torch
+
+import attn.viz as viz
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "_ext"))
+import attn_book  # noqa: E402 (the book's Sphinx extension, from _ext/)
+
+PHONE = {"width": 390, "height": 844}
+
+
+def _pages(built_site) -> list[str]:
+    return sorted(str(p.relative_to(built_site)) for p in built_site.rglob("*.html") if "_static" not in p.parts)
+
+
+# --------------------------------------------------------------------------- tables (item 4)
+def test_columns_of_numbers_are_marked_and_text_columns_are_not():
+    table = ('<table class="attn-table"><thead><tr><th></th><th>time</th><th>note</th></tr></thead><tbody>'
+             '<tr><td>LSTM</td><td>0.239</td><td>B=2, L=3</td></tr>'
+             '<tr><td>attention</td><td>1.5e-07 ± 2e-08</td><td>12 of 12</td></tr>'
+             '<tr><td>GRU</td><td></td><td>3.2×</td></tr></tbody></table>')
+    marked = attn_book.mark_number_columns(table)
+    assert re.findall(r'<t[hd] class="attn-num">([^<]*)<', marked) == ["time", "0.239", "1.5e-07 ± 2e-08", ""]
+    assert 'class="attn-table"' in marked and "<td>B=2, L=3</td>" in marked
+    merged = table.replace("<th>note</th>", '<th colspan="1">note</th>')
+    assert attn_book.mark_number_columns(merged) == merged, "tables with merged cells are left alone"
+
+
+# The tables the text and the chapters' outputs show (the style sheet's selectors); not Sphinx's index.
+TABLES = ".bd-article table.attn-table, .bd-article .cell_output table, .bd-article table.table"
+TABLE_GAPS = """() => {
+  const TABLES = '%s';
+  const box = (cell) => {
+    const r = document.createRange(); r.selectNodeContents(cell);
+    const bs = [...r.getClientRects()].filter((b) => b.width > 0 && b.height > 0);
+    return bs.length ? {left: Math.min(...bs.map((b) => b.left)), right: Math.max(...bs.map((b) => b.right)),
+                        top: Math.min(...bs.map((b) => b.top)), bottom: Math.max(...bs.map((b) => b.bottom))} : null;
+  };
+  const close = [], wide = [], vw = window.innerWidth;
+  let tables = 0;
+  for (const table of document.querySelectorAll(TABLES)) {
+    tables++;
+    if (table.getBoundingClientRect().right > vw + 0.5) {  // then it must scroll inside a box that fits
+      let box = table.parentElement;
+      while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+      if (!box || box.getBoundingClientRect().right > vw + 0.5) wide.push(table.textContent.trim().slice(0, 24));
+    }
+    const rows = [...table.rows].map((row) => [...row.cells].map(box));
+    rows.forEach((cells, i) => cells.forEach((a, j) => {
+      const b = cells.slice(j + 1).find((c) => c);
+      const name = () => table.rows[i].cells[j].textContent.trim().slice(0, 24);
+      if (a && b && b.left - a.right < 8) close.push([name(), 'side', Math.round(b.left - a.right)]);
+      const below = rows[i + 1] && rows[i + 1][j];
+      if (a && below && below.left < a.right && below.right > a.left && below.top - a.bottom < 8)
+        close.push([name(), 'below', Math.round(below.top - a.bottom)]);
+    }));
+  }
+  const nums = [...document.querySelectorAll('.bd-article td.attn-num')].map((td) => getComputedStyle(td));
+  return {tables, close, wide, nums: nums.length,
+          numsRight: nums.every((s) => s.textAlign === 'right'),
+          numsTabular: nums.every((s) => s.fontVariantNumeric.includes('tabular-nums'))};
+}""" % TABLES
+
+
+def test_tables_keep_cells_apart_and_numbers_right_aligned_on_a_phone(built_site, browser, site_server):
+    """At 390 px, no two cells' text closer than 8 px (side by side in a row, or one above the other in a
+    column), in every table of every page; cells of number columns right-aligned in tabular figures."""
+    context = browser.new_context(viewport=PHONE)
+    page = context.new_page()
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site_server) else r.abort())
+    seen = numbers = 0
+    try:
+        for path in _pages(built_site):
+            if path == "index.html":
+                continue  # the redirect to the first chapter
+            page.goto(f"{site_server}/{path}", wait_until="load")
+            got = page.evaluate(TABLE_GAPS)
+            assert got["close"] == [], f"{path}: cells closer than 8 px (text, where, px): {got['close'][:5]}"
+            assert got["numsRight"] and got["numsTabular"], path
+            assert got["wide"] == [], f"{path}: tables that widen the page: {got['wide']}"
+            seen, numbers = seen + got["tables"], numbers + got["nums"]
+    finally:
+        context.close()
+    assert seen >= 50 and numbers >= 200, (seen, numbers)
+
+
+# --------------------------------------------------------------------------- figures (item 5)
+def _fig():
+    weights = torch.softmax(torch.randn(25, 25, generator=torch.Generator().manual_seed(0)) * 0.3, -1)  # ~0.04
+    tokens = [f"t{i}" for i in range(25)]
+    return weights, viz.heatmap(weights, tokens, tokens, title="25 keys, weights near 1/25")
+
+
+def test_heatmap_colour_scale_reaches_the_largest_weight_not_one():
+    weights, fig = _fig()
+    image = fig.axes[0].images[0]
+    assert image.norm.vmin == 0.0 and image.norm.vmax == pytest.approx(float(weights.max()))
+    assert fig.axes[1].get_ylabel() == "attention weight", "the colour bar is labelled"
+    fixed = viz.heatmap(weights, vmax=1.0)
+    assert fixed.axes[0].images[0].norm.vmax == 1.0, "a given vmax is kept"
+
+
+def test_figures_are_png_at_twice_their_display_size_with_their_smallest_text_recorded():
+    from PIL import Image
+
+    _, fig = _fig()
+    png, meta = viz.png_2x(fig)
+    img = Image.open(io.BytesIO(png))
+    assert img.size[0] // 2 == meta["width"] and img.size[1] // 2 == meta["height"]
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_visible() and t.get_text().strip()]
+    assert float(img.text[viz.TEXT_PX_KEY]) == pytest.approx(min(sizes) * fig.dpi / 72, abs=0.01)
+
+
+@pytest.mark.slow
+def test_a_notebook_that_imports_attn_viz_stores_its_figures_as_2x_pngs(tmp_path, monkeypatch):
+    """The chapters' own path: a kernel imports attn.viz, draws with plt.show(); the output is the 2x PNG."""
+    import base64
+
+    import nbformat
+    from nbclient import NotebookClient
+    from PIL import Image
+
+    import os
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nimport attn.viz\n"
+                                          "plt.rcParams['figure.dpi'] = 90\nplt.plot([0, 1], [1, 0])\nplt.show()")]
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    [out] = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
+    img = Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"])))
+    assert img.size[0] == 2 * out["metadata"]["image/png"]["width"]
+    assert float(img.text[viz.TEXT_PX_KEY]) == pytest.approx(10 * 90 / 72, abs=0.01)  # 10 pt ticks at 90 dpi
+
+
+FIGURE_TEXT = """(img) => {
+  const r = img.getBoundingClientRect();
+  return {rendered: r.width, natural: img.naturalWidth / 2, page: document.documentElement.scrollWidth,
+          box: img.parentElement.getBoundingClientRect().right};
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1366])
+def test_figure_text_is_at_least_9px_on_a_phone_and_on_a_desktop(built_site, browser, site_server, width):
+    """A figure drawn by attn.viz, placed in a chapter page as the build places them: its smallest text,
+    as rendered, at least 9 px; the page no wider than the screen (the figure scrolls in its own box)."""
+    _, fig = _fig()
+    png, meta = viz.png_2x(fig)
+    from PIL import Image
+
+    text_px = float(Image.open(io.BytesIO(png)).text[viz.TEXT_PX_KEY])
+    name, path = "0" * 64 + ".png", "book/figure-text-test.html"
+    (built_site / "_images" / name).write_bytes(png)
+    html = (built_site / "book" / "self_attention.html").read_text()
+    img = f'<figure class="align-default"><img alt="test figure" src="../_images/{name}" /></figure>'
+    html = html.replace("</article>", img + "</article>", 1)
+    (built_site / path).write_text(attn_book.add_figure_min_widths(html, built_site / "_images"))
+    context = browser.new_context(viewport={"width": width, "height": 900}, device_scale_factor=2)
+    try:
+        page = context.new_page()
+        page.goto(f"{site_server}/{path}", wait_until="load")
+        got = page.locator(f'img[src$="{name}"]').evaluate(FIGURE_TEXT)
+        assert abs(got["natural"] - meta["width"]) <= 0.5
+        assert text_px * got["rendered"] / got["natural"] >= 9 - 0.05, (got, text_px)
+        assert got["page"] <= width, f"the page is {got['page']} px wide on a {width} px screen"
+    finally:
+        context.close()
+        (built_site / path).unlink()
+        (built_site / "_images" / name).unlink()
+
+
+@pytest.mark.xfail(strict=True, reason="the stored outputs predate attn.viz.png_2x: passes after `make execute`")
+def test_every_chapter_figure_is_a_2x_png_with_its_text_size(built_site):
+    pngs = sorted(set(re.findall(r'src="\.\./_images/([0-9a-f]+\.png)"', "".join(
+        (built_site / p).read_text() for p in _pages(built_site) if p.startswith("book/")))))
+    assert len(pngs) >= 40
+    missing = [n for n in pngs if attn_book.figure_min_width(built_site / "_images" / n) is None]
+    assert missing == [], f"{len(missing)} of {len(pngs)} figures without attn.viz.png_2x's text size"
+
+
+# --------------------------------------------------------------------------- the smaller items (item 7)
+def test_no_inert_thebe_block_source_maps_or_template_fragments_are_published(built_site):
+    for path in _pages(built_site):
+        text = (built_site / path).read_text()
+        assert "x-thebe-config" not in text and "binder-examples" not in text, path
+    static = built_site / "_static"
+    assert sorted(p.name for p in built_site.rglob("*.map")) == []
+    assert sorted(p.name for p in static.rglob("*macros.html")) == []
+    for p in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        assert not re.search(r"^\s*(//|/\*)# sourceMappingURL=(?!data:)", p.read_text(errors="replace"), re.M), p
+
+
+def test_index_redirects_to_the_first_chapter_and_links_it_for_browsers_that_do_not(built_site, watch):
+    text = (built_site / "index.html").read_text()
+    assert re.search(r'<meta http-equiv="refresh" content="0; url=book/intro\.html">', text)
+    assert re.search(r'<a href="book/intro\.html">[^<]+</a>', text) and "<title>" in text
+    page = watch.goto("index.html")
+    page.wait_for_url("**/book/intro.html")
+    assert watch.errors == []
+
+
+def test_404_page_finds_its_styles_at_the_site_root_too(built_site, browser):
+    """Served at a host's root (a custom domain, a local server), the 404 page loads its style sheets."""
+    import http.server
+    import threading
+
+    class Root(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=str(built_site), **kw)
+
+        def log_message(self, *args):
+            pass
+
+        def send_error(self, *args, **kwargs):  # noqa: ARG002 (every error here is a missing file)
+            body = (built_site / "404.html").read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Root)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    context = browser.new_context()
+    failed = []
+    try:
+        page = context.new_page()
+        page.on("response", lambda r: r.status >= 400 and failed.append(r.url))
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        response = page.goto(f"{base}/book/deep/no-such-page.html", wait_until="networkidle")
+        assert response.status == 404
+        assert failed == [f"{base}/book/deep/no-such-page.html"], failed
+        assert page.evaluate("document.styleSheets.length") > 3
+        assert page.evaluate("getComputedStyle(document.querySelector('.bd-header, header')).display") != "inline"
+    finally:
+        context.close()
+        server.shutdown()
+
+
+def test_the_page_reached_from_search_highlights_the_searched_word(watch):
+    page = watch.goto("search.html?q=softmax")
+    page.wait_for_selector("#search-results li a", timeout=20000)
+    page.locator("#search-results li a").first.click()
+    page.wait_for_load_state("networkidle")
+    page.wait_for_selector(".bd-article span.highlighted", timeout=5000, state="attached")
+    marks = page.locator(".bd-article span.highlighted").evaluate_all(
+        "ms => ms.map(m => [m.textContent.toLowerCase(), getComputedStyle(m).backgroundColor])")
+    assert marks and all(t == "softmax" for t, _ in marks)
+    assert all(bg not in ("rgba(0, 0, 0, 0)", "transparent") for _, bg in marks)
+
+
+def test_no_page_logs_a_console_warning_or_error(built_site, browser, site_server):
+    """Strict: every page (404 aside, whose own status is its point), at a desktop and a phone width, logs no
+    console warning or error and throws nothing; explorer pages are given time to render their widgets."""
+    found = []
+    for viewport in ({"width": 1366, "height": 768}, PHONE):
+        context = browser.new_context(viewport=viewport)
+        page = context.new_page()
+        messages: list[str] = []
+        page.on("console", lambda m, out=messages: m.type in ("warning", "error") and out.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e, out=messages: out.append(f"pageerror: {e}"))
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site_server) else r.abort())
+        try:
+            for path in _pages(built_site):
+                if path == "404.html":
+                    continue
+                messages.clear()
+                page.goto(f"{site_server}/{path}", wait_until="networkidle")
+                if "widget-state+json" in (built_site / path).read_text():
+                    page.wait_for_selector(".attn-w", timeout=20000)
+                page.wait_for_timeout(200)
+                found += [f"{viewport['width']} {path}: {m}" for m in messages]
+        finally:
+            context.close()
+    assert found == []
+
+
+CONTRAST = """() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+  const lum = (c) => { const [r, g, b] = rgb(c).map((v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+                       return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+  const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const low = [];
+  let n = 0;
+  for (const el of document.querySelectorAll('.attn-w svg text, .attn-w .attn-tick, .attn-w .attn-axis-k, .attn-w .attn-axis-q')) {
+    if (!el.textContent.trim() || !el.getBoundingClientRect().width) continue;
+    const st = getComputedStyle(el), ink = el instanceof SVGElement ? st.fill : st.color;
+    const [r0, g0, b0] = rgb(ink);
+    if (!ink.startsWith('rgb') || r0 !== g0 || g0 !== b0) continue;  // grey ink: ticks, axis names, labels
+    n++;
+    const r = ratio(ink, 'rgb(255, 255, 255)');
+    if (r < 4.5) low.push([el.textContent.trim().slice(0, 20), ink, Math.round(r * 100) / 100]);
+  }
+  return {n, low};
+}"""
+
+
+def test_explorer_axis_text_has_at_least_4_5_to_1_contrast(browser):
+    """Tick labels, axis names and other grey text of the three explorers (text in a head's colour aside), rendered from the package's current front ends (the
+    site's copies are the chapters' saved widget state, refreshed by `make execute`), on the explorers' white."""
+    from test_mobile import phone_show
+
+    from attn.widgets import AttentionExplorer, MaskExplorer, PositionalEncodingExplorer
+
+    weights = torch.softmax(torch.randn(1, 2, 6, 6, generator=torch.Generator().manual_seed(0)), -1)
+    for view in ("heatmap", "lines"):
+        page = phone_show(browser, MaskExplorer("causal", 8), AttentionExplorer(list("abcdef"), weights, view=view),
+                          PositionalEncodingExplorer())
+        try:
+            got = page.evaluate(CONTRAST)
+            assert got["n"] >= 20 and got["low"] == [], (view, got)
+            assert page.errors == []
+        finally:
+            page.close()
