@@ -220,7 +220,8 @@ def browser():
 
 
 class PageWatch:
-    """A page whose off-host requests are aborted and recorded, with console errors collected.
+    """A page whose off-host requests are aborted and recorded, with console errors (and, apart,
+    console warnings) collected.
     ``context_options`` go to Playwright's ``new_context`` (a phone's viewport, touch); a 1280 x 900
     desktop window by default."""
 
@@ -231,10 +232,12 @@ class PageWatch:
         self.offhost: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
+        self.warnings: list[str] = []
         self.requests: list[str] = []
         self.page.route("**/*", self._route)
         self.page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text}"))
+        self.page.on("console", lambda m: m.type == "warning" and self.warnings.append(f"console: {m.text}"))
         self.page.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.status} {r.url}"))
         self.page.on("dialog", lambda d: (self.errors.append(f"dialog: {d.message}"), d.dismiss()))
 

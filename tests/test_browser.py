@@ -233,6 +233,10 @@ def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
 
 # --- the site as a whole ----------------------------------------------------------------------------
 
+# Code cells, listings and outputs whose box scrolls sideways (wider content than the box).
+SIDEWAYS = """() => [...document.querySelectorAll('.bd-article pre, .bd-article .cell_output > .output')]
+  .filter((e) => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+  .map((e) => [e.scrollWidth, e.clientWidth, e.textContent.trim().slice(0, 60)])"""
 TEXT_PAGE_BUDGET = 1_500_000  # bytes transferred (gzip, as GitHub Pages serves) by a page without widgets
 # ... and by a page with explorers, their runtime included (issue 21; it was ~2.1 MB with the generic
 # widget bundle, 1.1 MB of it the bundle, its require.js and icon fonts: see src/attn/widgets/static_runtime.js)
@@ -240,8 +244,9 @@ WIDGET_PAGE_BUDGET = 1_000_000
 
 
 def test_every_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, browser, site_server):
-    """One pass over the site's pages, each in a fresh context (nothing cached): no request to
-    another host, no failed request, no page or console error; MathJax loaded iff the page has
+    """One pass over the site's pages, each in a fresh context (nothing cached), at 1366 px wide:
+    no request to another host, no failed request, no page error, no console error or warning; no
+    code, listing or output that scrolls sideways; MathJax loaded iff the page has
     maths, the widget runtime iff it has widgets; every page within its budget of bytes on the
     wire (with widgets: runtime, widget state, maths and figures included)."""
     from conftest import PageWatch
@@ -250,18 +255,23 @@ def test_every_page_loads_only_from_the_site_without_errors_and_within_its_weigh
     assert "book/self_attention.html" in pages
     rows = []
     for path in pages:
-        w = PageWatch(browser, site_server)
+        w = PageWatch(browser, site_server, viewport={"width": 1366, "height": 900})
         sizes: list[tuple[int, str]] = []
         w.page.on("requestfinished", lambda r, sizes=sizes: sizes.append((r.sizes()["responseBodySize"], r.url)))
+        html = (built_site / path).read_text()
         try:
             w.goto(path)
+            if "application/vnd.jupyter.widget-state+json" in html:
+                w.page.wait_for_selector(".attn-w", timeout=20000)  # the explorers have rendered
             w.page.wait_for_timeout(300)
+            sideways = w.page.evaluate(SIDEWAYS)
         finally:
             w.close()
+        assert sideways == [], f"{path}: code or output that scrolls sideways at 1366 px (scroll, box, text): {sideways}"
         assert _errors(w) == [], (path, w.errors)
+        assert w.warnings == [], f"{path}: console warnings (the strict rule: none on any page): {w.warnings}"
         assert w.offhost == [], f"{path}: requests to other hosts: {w.offhost}"
         assert w.failed == [], f"{path}: failed requests: {w.failed}"
-        html = (built_site / path).read_text()
         if 'http-equiv="Refresh"' in html or 'http-equiv="refresh"' in html:
             continue  # a redirect (index.html -> the intro): the target page is measured itself
         total, urls = sum(s for s, _ in sizes), [u for _, u in sizes]

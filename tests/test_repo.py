@@ -370,3 +370,18 @@ def test_the_causal_flag_is_called_is_causal_everywhere_in_attn(root):
             elif isinstance(node, ast.Attribute) and node.attr == "causal" and isinstance(node.ctx, ast.Store):
                 found.append(f"{module}:{node.lineno}: attribute .causal")
     assert found == [], "call it is_causal, as attn.scaled_dot_product_attention does"
+
+
+def test_applications_table_names_chapters_by_their_titles():
+    """The applications chapter's table of fields names each chapter by its title (a copy of the
+    chapter's first heading, checked here), not by its file name."""
+    nb = nbformat.read(notebooks.ROOT / "book" / "applications.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and c.source.startswith("FIELDS = ["))
+    tree = ast.parse(cell.source)
+    fields = ast.literal_eval(next(n.value for n in tree.body if isinstance(n, ast.Assign)))
+    titles = {}
+    for path in notebooks.chapters():
+        first = nbformat.read(path, as_version=4).cells[0].source
+        titles[path.stem] = next(line[2:] for line in first.splitlines() if line.startswith("# "))
+    used = [row[3] for row in fields]
+    assert used and set(used) <= set(titles.values()), set(used) - set(titles.values())
