@@ -116,3 +116,16 @@ def span(values, digits: int = 2) -> str:
         raise ValueError("span needs at least one value, got none")
     lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
     return lo if lo == hi else f"{lo} to {hi}"
+
+
+def _show_book_figures() -> None:
+    """In an IPython session (a chapter's kernel), show matplotlib figures as the book does from the
+    first one on (2x PNGs with their text size, :func:`attn.viz.book_figures`), also where a chapter
+    draws before it first uses ``attn.viz``."""
+    import sys
+
+    if "IPython" in sys.modules:
+        from attn import viz  # noqa: F401 (importing it registers the format)
+
+
+_show_book_figures()
