@@ -39,3 +39,23 @@ def test_dark_and_light_ends_of_viridis_get_white_and_black_text():
     colours = [to_rgb(t.get_color()) for t in fig.axes[0].texts]
     assert colours == [(1.0, 1.0, 1.0), (0.0, 0.0, 0.0)]  # dark purple cell: white; yellow cell: black
     plt.close(fig)
+
+
+def test_results_show_named_values_as_aligned_lines_and_as_a_two_column_table():
+    r = viz.Results({"row sums": torch.tensor([1.0, 0.5]), "largest weight": torch.tensor(0.25)},
+                    same=True, tokens_seen=3)
+    assert repr(r).splitlines() == [
+        "row sums:       [1.000, 0.500]",
+        "largest weight: 0.250",
+        "same:           True",
+        "tokens seen:    3",
+    ]
+    html = r._repr_html_()
+    assert html.count("<tr>") == 4 and '<th scope="row">tokens seen</th><td>3</td>' in html
+    assert viz.Results({"shape": (2, 3), "a<b": "x&y"}, floatfmt=".1f")._repr_html_().count("&lt;") == 1
+    assert repr(viz.Results(w=[[0.5, 0.25]], floatfmt=".2f")) == "w: [[0.50, 0.25]]"
+
+
+def test_results_without_any_value_is_refused():
+    with pytest.raises(ValueError, match="at least one named result"):
+        viz.Results()

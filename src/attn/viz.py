@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-__all__ = ["Table", "book_figures", "heatmap", "heatmaps", "png_2x", "weights_table"]
+__all__ = ["Results", "Table", "book_figures", "heatmap", "heatmaps", "png_2x", "weights_table"]
 
 #: PNG text keys written by :func:`png_2x`: the smallest text of the figure, in CSS pixels at the image's
 #: natural display size (its width and height in the output metadata), and the display dpi.
@@ -228,6 +228,48 @@ class Table:
         head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
         body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
         return f'<table class="attn-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+class Results:
+    """A cell's named results, shown as a two-column table (HTML) or as aligned ``name: value`` lines.
+
+    What a chapter would otherwise ``print``: ``Results({"row sums": A.sum(-1), "largest weight
+    above the diagonal": 0.0})``, or ``Results(rows_sums=...)`` with keyword names (``_`` becomes a
+    space). Numbers are formatted with ``floatfmt``; a tensor or a list of numbers shows as a
+    bracketed list of formatted numbers; anything else as its ``str``.
+
+    Raises:
+        ValueError: if no result is given.
+    """
+
+    def __init__(self, items: Mapping[str, object] | None = None, /, *, floatfmt: str = ".3f", **named):
+        pairs = {**(items or {}), **{k.replace("_", " "): v for k, v in named.items()}}
+        if not pairs:
+            raise ValueError("Results needs at least one named result, got none")
+        self.items = [(str(k), self._fmt(v, floatfmt)) for k, v in pairs.items()]
+
+    @classmethod
+    def _fmt(cls, v, floatfmt: str) -> str:
+        if isinstance(v, torch.Tensor):
+            v = v.item() if v.numel() == 1 and v.dim() == 0 else v.tolist()
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        if isinstance(v, (list, tuple)) and not isinstance(v, str):
+            inner = ", ".join(cls._fmt(x, floatfmt) for x in v)
+            return f"({inner})" if isinstance(v, tuple) else f"[{inner}]"
+        if isinstance(v, bool):
+            return str(v)
+        return Table._fmt(v, floatfmt)
+
+    def __repr__(self) -> str:
+        width = max(len(k) for k, _ in self.items)
+        return "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in self.items)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        body = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in self.items)
+        return f'<table class="attn-table attn-results"><tbody>{body}</tbody></table>'
 
 
 def weights_table(tokens: Sequence[str], weights: Mapping[str, torch.Tensor], *, floatfmt: str = ".3f") -> Table:
