@@ -23,7 +23,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import torch
 
 __all__ = ["DATE_DIGITS", "DATE_FIELDS", "alignment_scores", "answer_positions", "correct_per_position",
-           "date_field_mass", "deep_encoder", "diagonal_spread", "heads_removed", "kv_sum_answer_positions",
+           "date_field_mass", "deep_encoder", "diagonal_spread", "head_sweep_run", "heads_removed", "kv_accuracy",
+           "kv_loss", "kv_model", "kv_sum_answer_positions",
            "layer_grad_norms", "matrices", "max_diff_from_torch", "meta_flops", "mha_flops", "mha_params",
            "offset_matrix", "own_buckets", "shape_trace", "single_head", "smooth", "softmax_jacobian_norm",
            "softmax_saturation", "token_loss", "torch_pair", "weight_on", "worked_example",
@@ -505,6 +506,62 @@ def weight_on(weights: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     index reads key 0: mask those queries out) -> ``(H, n, T)``."""
     index = positions.clamp_min(0)[:, None, :, None].expand(-1, weights.shape[1], -1, 1)
     return weights.gather(-1, index)[..., 0].transpose(0, 1)
+
+
+def kv_loss(model, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Cross-entropy of a token model on a batch of :func:`attn.data.kv_recall` or
+    :func:`attn.data.kv_sum`, ``(tokens, targets, kind)``, over the positions with a target (the
+    others hold ``attn.data.IGNORE``).
+
+    Shape: ``tokens``, ``targets`` ``(B, T)`` -> a scalar."""
+    from attn import data
+    import torch.nn.functional as F
+
+    tokens, targets, _ = batch
+    logits = model(tokens)  # (B, T, vocab)
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=data.IGNORE)
+
+
+@torch.no_grad()
+def kv_accuracy(model, test: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                relations: Sequence[int] = (1, 2)) -> dict[int, float]:
+    """Accuracy of a token model on a test set ``(tokens, targets, kind)`` of
+    :func:`attn.data.kv_recall`, per relation (the values of ``kind``: 1 previous token, 2 matching
+    key)."""
+    tokens, targets, kind = test
+    correct = model(tokens).argmax(-1) == targets  # (n, T)
+    return {r: correct[kind == r].float().mean().item() for r in relations}
+
+
+def kv_model(task, d_model: int, num_heads: int, seed: int = 0):
+    """The multi-head chapter's model for ``task`` (an :class:`attn.data.KVRecall`): an
+    :class:`attn.models.TokenModel` with one encoder layer, initialised from ``seed``."""
+    from attn import models
+
+    torch.manual_seed(seed)
+    return models.TokenModel(task.vocab_size, d_model=d_model, num_heads=num_heads, num_layers=1,
+                             max_len=task.seq_len)
+
+
+def head_sweep_run(num_heads: int, seed: int, *, d_model: int = 64, steps: int = 250, batch: int = 128) -> dict:
+    """One run of the multi-head chapter's head-count sweep: the chapter's two-head recipe (the
+    same training batches, loss, optimiser and test set) with ``num_heads`` heads of width
+    ``d_model / num_heads``, from ``seed``. ``scripts/head_sweep.py`` runs it for every setting.
+
+    Returns:
+        ``{"H", "seed", "acc": {relation: accuracy}, "loss": test loss, "curve": training losses}``.
+    """
+    from attn import data, train
+
+    task = data.KVRecall()
+    test = data.kv_recall(1000, task, seed=0)  # the chapter's held-out test set
+    batches = [data.kv_recall(batch, task, seed=10_000 + i) for i in range(steps)]
+    model = kv_model(task, d_model, num_heads, seed)
+    curve = train.train(model, batches.__getitem__, kv_loss, steps=steps, lr=3e-3, warmup=50,
+                        seed=seed, progress=False)
+    with torch.no_grad():
+        loss = kv_loss(model, test).item()
+    return {"H": num_heads, "seed": seed, "acc": kv_accuracy(model, test), "loss": loss, "curve": curve}
 
 
 
