@@ -193,7 +193,7 @@ def test_weight_on_reads_each_heads_weight_at_the_given_key():
                 assert got[h, n, t] == w[n, h, t, max(int(pos[n, t]), 0)]
 
 
-def test_kv_loss_is_cross_entropy_over_the_positions_with_a_target_only():
+def test_token_loss_on_kv_batches_is_cross_entropy_over_the_positions_with_a_target_only():
     task = attn.data.KVRecall()
     batch = attn.data.kv_recall(4, task, seed=1)
     model = attn.teaching.kv_model(task, 16, 2, seed=0)
@@ -202,7 +202,7 @@ def test_kv_loss_is_cross_entropy_over_the_positions_with_a_target_only():
         logits = model(tokens)
         keep = targets != attn.data.IGNORE
         by_hand = -logits.log_softmax(-1)[keep].gather(-1, targets[keep][:, None]).mean()
-        assert_close(attn.teaching.kv_loss(model, batch), by_hand)
+        assert_close(attn.teaching.token_loss(model, batch), by_hand)
     acc = attn.teaching.kv_accuracy(model, batch)
     assert set(acc) == {1, 2} and all(0.0 <= a <= 1.0 for a in acc.values())
 

@@ -24,7 +24,7 @@ import torch
 
 __all__ = ["DATE_DIGITS", "DATE_FIELDS", "alignment_scores", "answer_positions", "correct_per_position",
            "date_field_mass", "deep_encoder", "diagonal_spread", "head_sweep_run", "heads_removed", "kv_accuracy",
-           "kv_loss", "kv_model", "kv_sum_answer_positions",
+           "kv_model", "kv_sum_answer_positions",
            "layer_grad_norms", "matrices", "max_diff_from_torch", "meta_flops", "mha_flops", "mha_params",
            "offset_matrix", "own_buckets", "shape_trace", "single_head", "smooth", "softmax_jacobian_norm",
            "softmax_saturation", "token_loss", "torch_pair", "weight_on", "worked_example",
@@ -335,14 +335,18 @@ def own_buckets(buckets: torch.Tensor) -> int:
     return count
 
 
-def token_loss(model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Mean cross-entropy of a token model on ``batch = (tokens, targets)``, both ``(B, L)``;
-    targets ``-100`` (``attn.data.IGNORE``) carry no target. The ``loss_fn`` for
-    :func:`attn.train.train`."""
+def token_loss(model, batch: tuple[torch.Tensor, ...], mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean cross-entropy of a token model on ``batch = (tokens, targets, ...)``, both ``(B, L)``,
+    over the positions with a target (``attn.data.IGNORE``, -100, elsewhere); further items of the
+    batch (e.g. :func:`attn.data.kv_recall`'s ``kind``) are not used. ``mask`` (e.g. a wrong one, to
+    show what it does) replaces the model's own; ``None`` keeps it. The ``loss_fn`` for
+    :func:`attn.train.train`.
+
+    Shape: ``tokens``, ``targets`` ``(B, L)`` -> a scalar."""
     import torch.nn.functional as F
 
     tokens, targets = batch[0], batch[1]
-    logits = model(tokens)  # (B, L, V)
+    logits = model(tokens) if mask is None else model(tokens, mask=mask)  # (B, L, V)
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
 
 
@@ -508,20 +512,6 @@ def weight_on(weights: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return weights.gather(-1, index)[..., 0].transpose(0, 1)
 
 
-def kv_loss(model, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Cross-entropy of a token model on a batch of :func:`attn.data.kv_recall` or
-    :func:`attn.data.kv_sum`, ``(tokens, targets, kind)``, over the positions with a target (the
-    others hold ``attn.data.IGNORE``).
-
-    Shape: ``tokens``, ``targets`` ``(B, T)`` -> a scalar."""
-    from attn import data
-    import torch.nn.functional as F
-
-    tokens, targets, _ = batch
-    logits = model(tokens)  # (B, T, vocab)
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=data.IGNORE)
-
-
 @torch.no_grad()
 def kv_accuracy(model, test: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                 relations: Sequence[int] = (1, 2)) -> dict[int, float]:
@@ -557,10 +547,10 @@ def head_sweep_run(num_heads: int, seed: int, *, d_model: int = 64, steps: int =
     test = data.kv_recall(1000, task, seed=0)  # the chapter's held-out test set
     batches = [data.kv_recall(batch, task, seed=10_000 + i) for i in range(steps)]
     model = kv_model(task, d_model, num_heads, seed)
-    curve = train.train(model, batches.__getitem__, kv_loss, steps=steps, lr=3e-3, warmup=50,
+    curve = train.train(model, batches.__getitem__, token_loss, steps=steps, lr=3e-3, warmup=50,
                         seed=seed, progress=False)
     with torch.no_grad():
-        loss = kv_loss(model, test).item()
+        loss = token_loss(model, test).item()
     return {"H": num_heads, "seed": seed, "acc": kv_accuracy(model, test), "loss": loss, "curve": curve}
 
 
