@@ -33,8 +33,6 @@ PENDING = {
     "positional_encodings.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "transformer_architecture.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "model_variants.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "debugging_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "efficient_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "explorers.ipynb": ("test_results_are_shown_as_results_not_printed",),
 }
 
