@@ -29,7 +29,6 @@ PENDING = {
     "multi_head_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "cross_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "causal_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "build_it_yourself.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "positional_encodings.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "transformer_architecture.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "model_variants.ipynb": ("test_results_are_shown_as_results_not_printed",),
