@@ -573,7 +573,7 @@ from attn.functional import scaled_dot_product_attention as _sdpa  # noqa: E402
 
 __all__ += [
     "AdditiveAttention", "BahdanauSeq2Seq", "causal_alignment",
-    "date_training_batch", "fully_masked_outcomes", "lm_evaluate", "lm_loss", "long_range_rows",
+    "date_training_batch", "fully_masked_outcomes", "lm_evaluate", "long_range_rows",
     "long_range_values", "next_token_windows", "seq2seq_date_loss", "token_dependency",
 ]
 
@@ -585,13 +585,6 @@ def next_token_windows(ids: torch.Tensor, n: int, length: int, *, seed: int):
 
     chunk = windows(ids, n, length + 1, seed=seed)  # (n, length + 1)
     return chunk[:, :-1], chunk[:, 1:]
-
-
-def lm_loss(model: nn.Module, batch, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Next-token cross-entropy ``()`` of ``model(x, mask=mask)`` on ``batch = (x, y)``, both
-    ``(B, T)``; ``mask=None`` is the model's own (causal) mask."""
-    x, y = batch
-    return F.cross_entropy(model(x, mask=mask).flatten(0, 1), y.flatten())
 
 
 @torch.no_grad()
