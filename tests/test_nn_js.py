@@ -263,3 +263,18 @@ def test_bad_input_to_the_model_throws_an_error_naming_the_argument():
                "keyMask must be boolean[10]", "prompt length 10 + maxNewTokens 60 exceeds", "spec must be a model"]
     for needle, e in zip(needles, got, strict=True):
         assert e is not None and needle in e, (needle, e)
+
+
+def test_the_gpt_weights_and_the_maths_fit_the_page_budget():
+    """Issue 22's budget: weights and code of a live explorer at most 1 MB transferred (gzip)."""
+    import gzip
+
+    from scripts.export_weights import sizes
+
+    raw16, gz16 = sizes(checkpoint_state("gpt"))
+    raw32, _ = sizes(checkpoint_state("gpt", dtype="float32"))
+    params = 107_264  # attn/checkpoints/gpt.json
+    assert 2 * params * 4 / 3 < raw16 < 1.05 * 2 * params * 4 / 3  # base64 float16: 2 bytes a weight, 4/3 for base64
+    assert raw16 < 0.52 * raw32
+    code = gzip.compress(front_end("attention_explorer.js", parts=("_dom.js", "_nn.js")).encode(), 9)
+    assert gz16 + len(code) < 1_000_000, (gz16, len(code))
