@@ -111,15 +111,16 @@ def test_browser_reader_types_a_prompt_steps_and_sees_the_cache_fill_and_pytorch
     assert root.get_attribute("data-valid") == "true" and root.get_attribute("data-cache-length") == "0"
     page.click(".host-0 button[name=step]")  # the prompt's 8 characters at once: 8 rows, one new character
     assert root.get_attribute("data-cache-length") == "8" and root.get_attribute("data-steps") == "1"
-    assert page.locator(".host-0 .attn-gen-row").count() == 8
+    cache = page.locator(".host-0 canvas.attn-gen-cache")
+    assert cache.get_attribute("data-rows") == "8" and json.loads(cache.get_attribute("data-chars")) == list("a cache ")
     page.focus(".host-0 button[name=step]")
     for _ in range(19):
         page.keyboard.press("Enter")  # keyboard-operable: one row more per step
-    assert root.get_attribute("data-cache-length") == "27" and page.locator(".host-0 .attn-gen-row").count() == 27
+    assert root.get_attribute("data-cache-length") == "27" and cache.get_attribute("data-rows") == "27"
     assert page.locator(".host-0 button[name=step]").is_disabled()  # 20 characters generated: done
     explorer.prompt = "a cache "
     assert root.get_attribute("data-generated") == explorer.generated  # the page computed what PyTorch generated
-    weights = [float(w) for w in page.eval_on_selector_all(".host-0 .attn-gen-weight", "rs => rs.map(r => r.dataset.weight)")]
+    weights = [float(w) for w in cache.get_attribute("data-weights").split(",")]
     assert len(weights) == 27 and sum(weights) == pytest.approx(1.0, abs=1e-5)  # the newest query's weights (head mean)
     assert page.evaluate("window.saved.at(-1)[1].prompt") == "a cache "  # written back for a kernel
     explorer.prompt = "the attention "
