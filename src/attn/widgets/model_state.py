@@ -22,7 +22,7 @@ FORMAT = "attn-model/1"
 _DTYPES = {"float16": "<f2", "float32": "<f4"}
 
 
-def _tensor(t: torch.Tensor, dtype: str) -> dict:
+def _encode_tensor(t: torch.Tensor, dtype: str) -> dict:
     a = t.detach().to("cpu", torch.float64).numpy().astype(_DTYPES[dtype])
     return {"dtype": dtype, "shape": [int(n) for n in a.shape], "data": base64.b64encode(a.tobytes()).decode("ascii")}
 
@@ -92,17 +92,17 @@ def model_state(model: nn.Module, *, dtype: str = "float16", vocab=None) -> dict
     )
     if table is not None:
         config["max_len"] = min(config["max_len"], table.max_len)
-    tensors = {"embed": _tensor(model.embed.weight, dtype)}
+    tensors = {"embed": _encode_tensor(model.embed.weight, dtype)}
     if table is not None:
-        tensors["pos"] = _tensor(table.embedding.weight, dtype)
+        tensors["pos"] = _encode_tensor(table.embedding.weight, dtype)
     for name, t in model.layers.state_dict().items():
-        tensors[f"layers.{name}"] = _tensor(t, dtype)
+        tensors[f"layers.{name}"] = _encode_tensor(t, dtype)
     if config["final_norm"]:
-        tensors.update({f"norm.{k}": _tensor(v, dtype) for k, v in model.norm.state_dict().items()})
+        tensors.update({f"norm.{k}": _encode_tensor(v, dtype) for k, v in model.norm.state_dict().items()})
     if not tied:
-        tensors["head.weight"] = _tensor(model.head.weight, dtype)
+        tensors["head.weight"] = _encode_tensor(model.head.weight, dtype)
     if model.head.bias is not None:
-        tensors["head.bias"] = _tensor(model.head.bias, dtype)
+        tensors["head.bias"] = _encode_tensor(model.head.bias, dtype)
     state = {"format": FORMAT, "config": config, "tensors": tensors}
     if vocab is not None:
         state["vocab"] = [str(v) for v in vocab]
