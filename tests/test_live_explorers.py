@@ -12,6 +12,7 @@ measures the first response to an edit with the CPU throttled 4x.
 import json
 import math
 import pathlib
+import re
 import shutil
 import subprocess
 import tempfile
@@ -152,6 +153,17 @@ def test_live_explorers_state_is_small_json_and_carries_the_shared_maths(make):
     assert (WIDGETS / "_dom.js").read_text() in state["_esm"] and (WIDGETS / "_nn.js").read_text() in state["_esm"]
 
 
+@pytest.mark.parametrize("js", ["worked_example.js", "online_softmax.js"])
+def test_live_modules_are_self_contained_and_never_parse_text_as_html(js):
+    src = front_end(js, parts=("_dom.js", "_nn.js"))
+    assert not re.search(r"^\s*import\b|\bimport\s*\(|\brequire\s*\(", src, re.M), "one self-contained module"
+    assert not re.findall(r"https?://(?!www\.w3\.org/2000/svg\b)", src), "no requests to other hosts"
+    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "DOMParser",
+                 "getElementById", "document.querySelector", "document.body"):
+        assert sink not in src, sink
+    assert "export default { render }" in src
+
+
 # --------------------------------------------------------------------------- node: the front end's numbers
 def call_js(module: str, calls: list[dict]) -> list:
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,3 +221,222 @@ def test_js_online_softmax_steps_equal_attn_for_many_inputs():
                 if k == "m_old" and v == float("-inf"):
                     continue
                 assert st_js[k] == pytest.approx(v, abs=1e-6), (o, k)
+
+
+# --------------------------------------------------------------------------- Chromium: as the site serves them
+RUNTIME = WIDGETS / "static_runtime.js"
+
+
+def _site_page(widgets) -> str:
+    """A page as myst-nb writes one: the widgets' saved state, a view tag per widget, the site's runtime."""
+    state = {}
+    for n, w in enumerate(widgets):
+        st = w.get_state()
+        state[f"w{n}"] = {"model_module": "anywidget", "model_name": "AnyModel",
+                          "state": {k: v for k, v in st.items() if k not in ("layout", "tabbable", "tooltip")}}
+    views = "".join(f'<div class="cell"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "w{n}"}}'
+                    "</script></div>" for n in range(len(widgets)))
+    saved = json.dumps({"state": state}).replace("</", "<\\/")
+    return ('<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+            f'<script type="application/vnd.jupyter.widget-state+json">{saved}'
+            '</script><script type="module" src="/runtime.js"></script></head>'
+            f'<body style="margin:0 8px">{views}</body></html>')
+
+
+@pytest.fixture
+def site(browser):
+    """open(*widgets, width=...) -> a page showing them through static_runtime.js; every page must end
+    with no page or console error and no request other than the page and the runtime."""
+    opened = []
+
+    def open_(*widgets, width=1000):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        page.errors, page.offhost = [], []
+        page.on("console", lambda m: m.type in ("error", "warning") and page.errors.append(m.text))
+        page.on("pageerror", lambda e: page.errors.append(f"pageerror: {e}"))
+        html, runtime = _site_page(widgets), RUNTIME.read_text()
+
+        def serve(route):
+            url = route.request.url
+            if url == "http://attn.test/page.html":
+                route.fulfill(body=html, content_type="text/html")
+            elif url == "http://attn.test/runtime.js":
+                route.fulfill(body=runtime, content_type="text/javascript")
+            else:
+                page.offhost.append(url)
+                route.abort()
+
+        page.route("**/*", serve)
+        page.goto("http://attn.test/page.html")
+        page.wait_for_function("() => window.attnWidgets !== undefined", timeout=15_000)
+        opened.append((context, page))
+        return page
+
+    yield open_
+    for context, page in opened:
+        errors, offhost = page.errors, page.offhost
+        context.close()
+        assert errors == [] and offhost == [], (errors, offhost)
+
+
+def shown(page, name: str, root=".attn-worked") -> torch.Tensor:
+    """The matrix `name` as the page shows it, read from the data-value attributes (full precision)."""
+    cells = page.eval_on_selector_all(f"{root} span[data-name={name}]",
+                                      "cs => cs.map(c => [+c.dataset.i, +c.dataset.j, +c.dataset.value])")
+    n, m = max(i for i, _, _ in cells) + 1, max(j for _, j, _ in cells) + 1
+    out = torch.zeros(n, m, dtype=torch.float64)
+    for i, j, v in cells:
+        out[i, j] = v
+    assert len(cells) == n * m
+    return out
+
+
+def assert_shows(page, e: WorkedExampleExplorer):
+    ref = e.result()
+    for k in ("Q", "K", "V", "scores", "weights", "out"):
+        assert_close(shown(page, k), ref[k], **TOL, msg=lambda m, k=k: f"{k}: {m}")
+
+
+def test_browser_worked_example_typed_numbers_equal_attn(site):
+    page = site(WorkedExampleExplorer())
+    assert_shows(page, WorkedExampleExplorer())
+    page.fill(".attn-worked input[name=X][data-i='1'][data-j='2']", "-1.5")  # typed: one input event per fill
+    X = attn.teaching.worked_example()["X"]
+    X[1, 2] = -1.5
+    assert_shows(page, WorkedExampleExplorer(X))
+    page.click(".attn-worked summary")  # the projections are editable too
+    page.fill(".attn-worked input[name=W_V][data-i='0'][data-j='3']", "2.25")
+    W_V = attn.teaching.worked_example()["W_V"]
+    W_V[0, 3] = 2.25
+    assert_shows(page, WorkedExampleExplorer(X, W_V=W_V))
+    page.focus(".attn-worked input[name=causal]")
+    page.keyboard.press("Space")  # the causal mask, from the keyboard
+    causal = WorkedExampleExplorer(X, W_V=W_V, causal=True)
+    assert_shows(page, causal)
+    assert page.get_attribute(".attn-worked", "data-causal") == "1"
+    assert page.locator(".attn-worked span[data-name=scores].attn-masked").count() == 3  # above the diagonal
+    model = page.evaluate("(() => { const m = window.attnWidgets.models.get('w0'); return [m.get('X'), m.get('causal')]; })()")
+    assert model == [X.double().tolist(), True], "the edits are written to the model, for a kernel to read"
+    page.click(".attn-worked button[name=reset]")
+    assert_shows(page, WorkedExampleExplorer())
+
+
+def test_browser_worked_example_bad_input_shows_a_message_and_breaks_nothing(site):
+    page = site(WorkedExampleExplorer())
+    before = shown(page, "weights")
+    field = ".attn-worked input[name=X][data-i='0'][data-j='0']"
+    message = page.locator(".attn-worked .attn-note")
+    for text, says in (("abc", "is not a number"), ("", "is empty"), ("1e9", "is outside -1000..1000"), ("1..2", "is not a number")):
+        page.fill(field, text)
+        assert message.is_visible() and says in message.inner_text(), text
+        assert "X row the, column 0" in message.inner_text()
+        assert page.get_attribute(".attn-worked", "data-state") == "invalid"
+        assert page.get_attribute(field, "aria-invalid") == "true"
+        assert torch.equal(shown(page, "weights"), before), "the last valid numbers stay"
+    page.fill(field, "\u22122")  # a typographic minus is a minus
+    assert not message.is_visible() and page.get_attribute(".attn-worked", "data-state") == "ok"
+    X = attn.teaching.worked_example()["X"]
+    X[0, 0] = -2
+    assert_shows(page, WorkedExampleExplorer(X))
+
+
+def online_shown(page) -> list[dict]:
+    return page.eval_on_selector_all(".attn-online tr[data-block]", "rs => rs.map(r => Object.fromEntries("
+                                     "['m', 'rescale', 'ell', 'a', 'estimate', 'difference'].map(k => [k, +r.dataset[k]])))")
+
+
+def assert_online(page, o: OnlineSoftmaxExplorer, step: int):
+    ref = o.steps()
+    got = online_shown(page)
+    assert len(got) == step
+    for st_js, st in zip(got, ref, strict=False):
+        for k, v in st_js.items():
+            assert v == pytest.approx(st[k], abs=1e-6), k
+    now = page.locator(".attn-online .attn-step")
+    assert int(now.get_attribute("data-step")) == step
+    assert float(now.get_attribute("data-full")) == pytest.approx(o.full_output(), abs=1e-6)
+    if step:
+        assert float(now.get_attribute("data-difference")) == pytest.approx(ref[step - 1]["difference"], abs=1e-6)
+
+
+def test_browser_online_softmax_steps_with_buttons_and_keys_and_follows_edits(site):
+    page = site(OnlineSoftmaxExplorer())
+    o = OnlineSoftmaxExplorer()
+    assert_online(page, o, 0)
+    page.click(".attn-online button[name=next]")
+    assert_online(page, o, 1)
+    page.focus(".attn-online .attn-step")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert_online(page, o, 3)
+    page.keyboard.press("End")
+    assert_online(page, o, 4)
+    assert abs(float(page.get_attribute(".attn-online .attn-step", "data-difference"))) < 1e-12, "all blocks: full attention"
+    assert page.locator(".attn-online button[name=next]").is_disabled()
+    page.keyboard.press("ArrowLeft")
+    assert_online(page, o, 3)
+    page.fill(".attn-online input[name=scores]", "2, -1, 0.5, 7, 3")  # the reader's own query: fewer keys
+    page.fill(".attn-online input[name=values]", "1 2 3 4 5")
+    page.fill(".attn-online input[name=block_size]", "3")
+    mine = OnlineSoftmaxExplorer([2, -1, 0.5, 7, 3], [1, 2, 3, 4, 5], block_size=3)
+    assert_online(page, mine, 2)  # step 3 no longer exists: the last of 2 blocks
+    page.click(".attn-online button[name=first]")
+    assert_online(page, mine, 0)
+    saved = page.evaluate("(() => { const m = window.attnWidgets.models.get('w0'); "
+                          "return [m.get('scores'), m.get('values'), m.get('block_size'), m.get('step')]; })()")
+    assert saved == [[2, -1, 0.5, 7, 3], [1, 2, 3, 4, 5], 3, 0]
+
+
+def test_browser_online_softmax_bad_input_shows_a_message_and_breaks_nothing(site):
+    page = site(OnlineSoftmaxExplorer(step=2))
+    message = page.locator(".attn-online .attn-note")
+    cases = [("scores", "1, 2, x", "entry 3 (\"x\") is not a number"), ("scores", "", "scores: is empty"),
+             ("scores", "1 2 3", "scores has 3 numbers but values has 8"), ("block_size", "0", "block size"),
+             ("block_size", "2.5", "whole number from 1 to 8")]
+    for name, text, says in cases:
+        page.fill(f".attn-online input[name={name}]", text)
+        assert message.is_visible() and says in message.inner_text(), (text, message.inner_text())
+        assert page.get_attribute(".attn-online", "data-state") == "invalid"
+        assert_online(page, OnlineSoftmaxExplorer(step=2), 2)  # the last valid steps stay
+        page.fill(".attn-online input[name=scores]", "1, 3, 0, 2, 5, 1, 4, 2")
+        page.fill(".attn-online input[name=block_size]", "2")
+    assert not message.is_visible()
+
+
+def test_browser_live_explorers_fit_390_px_and_answer_an_edit_within_100_ms_at_4x_cpu_throttle(site):
+    page = site(WorkedExampleExplorer(), OnlineSoftmaxExplorer(step=2), width=390)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, "the page does not scroll sideways"
+    for root in (".attn-worked", ".attn-online"):
+        box = page.locator(root).bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390, (root, box)
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+    # One edit's first response: the input event, the recomputation, the new numbers in the DOM and laid
+    # out (offsetHeight forces the layout); and, apart, until the second animation frame after it
+    # (painted; frames also wait on the compositor, so that one is noisier on a loaded machine).
+    measure = """async ([sel, values]) => {
+      const input = document.querySelector(sel), root = input.closest(".attn-live"), sync = [], frame = [];
+      for (const v of values) {
+        const t0 = performance.now();
+        input.value = v;
+        input.dispatchEvent(new Event("input", { bubbles: true }));
+        void root.offsetHeight;
+        sync.push(performance.now() - t0);
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        frame.push(performance.now() - t0);
+      }
+      return [sync, frame];
+    }"""
+    edits = [str(x) for x in (1.5, -2, 3.25, 0, 4, 0.5, 2, 1, 2.5, -1, 1)]
+    worked = page.evaluate(measure, [".attn-worked input[name=X][data-i='2'][data-j='1']", edits])
+    online = page.evaluate(measure, [".attn-online input[name=scores]", [f"1, 3, 0, {x}, 5, 1, 4, 2" for x in edits]])
+    cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
+    median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    print(f"\nfirst response to an edit at 4x CPU throttle, median (max) ms: worked example {median(worked[0]):.1f} "
+          f"({max(worked[0]):.1f}), painted {median(worked[1]):.1f}; online softmax {median(online[0]):.1f} "
+          f"({max(online[0]):.1f}), painted {median(online[1]):.1f}")
+    assert median(worked[0]) < 100 and median(online[0]) < 100, (worked, online)
+    X = attn.teaching.worked_example()["X"]
+    X[2, 1] = 1
+    assert_shows(page, WorkedExampleExplorer(X))  # the last edit drew the right numbers
