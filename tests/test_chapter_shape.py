@@ -35,7 +35,6 @@ PENDING = {
     "model_variants.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "debugging_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "efficient_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "explorers.ipynb": ("test_results_are_shown_as_results_not_printed",),
 }
 
 

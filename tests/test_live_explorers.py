@@ -38,7 +38,7 @@ TOL = dict(atol=1e-6, rtol=0)  # the browser's numbers against Python's (float64
 def test_worked_example_starts_as_the_books_example_and_computes_it():
     e = WorkedExampleExplorer()
     ex = attn.teaching.worked_example()
-    assert e.tokens == ex["tokens"] and e.causal is False
+    assert e.tokens == ex["tokens"] and e.is_causal is False
     for k in ("X", "W_Q", "W_K", "W_V"):
         assert torch.equal(torch.tensor(getattr(e, k)), ex[k].double())
     r = e.result()
@@ -50,7 +50,7 @@ def test_worked_example_starts_as_the_books_example_and_computes_it():
 
 
 def test_worked_example_causal_weights_are_the_masked_softmax_and_match_pytorch():
-    e = WorkedExampleExplorer(causal=True)
+    e = WorkedExampleExplorer(is_causal=True)
     r = e.result()
     assert (r["weights"].triu(1) == 0).all()
     assert_close(r["weights"], attn.masks.masked_softmax(r["scores"], masks.causal(3)))
@@ -87,15 +87,15 @@ def test_worked_example_refuses_bad_arguments_naming_them(kwargs, match):
 
 def test_worked_example_update_checks_everything_together_and_keeps_tokens():
     e = WorkedExampleExplorer()
-    e.update(X=[[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2]], causal=True)
-    assert e.tokens == ["the", "cat", "sat"] and e.causal
+    e.update(X=[[0, 0, 0, 0], [1, 1, 1, 1], [2, 2, 2, 2]], is_causal=True)
+    assert e.tokens == ["the", "cat", "sat"] and e.is_causal
     assert_close(e.result()["weights"][2], torch.softmax(e.result()["scores"][2], -1))
     with pytest.raises(ValueError, match="W_Q must have 5 rows"):
         e.update(X=torch.ones(3, 5))
     assert len(e.X[0]) == 4, "a refused update changes nothing"
     with pytest.raises(TypeError, match="unknown names"):
         e.update(Y=1)
-    assert repr(e) == "WorkedExampleExplorer(tokens=['the', 'cat', 'sat'], X=(3, 4), E=4, Ev=4, causal=True)"
+    assert repr(e) == "WorkedExampleExplorer(tokens=['the', 'cat', 'sat'], X=(3, 4), E=4, Ev=4, is_causal=True)"
 
 
 # --------------------------------------------------------------------------- Python: the online softmax
@@ -177,19 +177,19 @@ def call_js(module: str, calls: list[dict]) -> list:
 
 def worked_cases() -> list[WorkedExampleExplorer]:
     g = torch.Generator().manual_seed(7)
-    cases = [WorkedExampleExplorer(), WorkedExampleExplorer(causal=True)]
+    cases = [WorkedExampleExplorer(), WorkedExampleExplorer(is_causal=True)]
     for L, D, E, Ev in ((1, 1, 1, 1), (2, 3, 5, 1), (5, 4, 4, 4), (8, 8, 8, 8), (6, 2, 3, 7)):
         for causal in (False, True):
             cases.append(WorkedExampleExplorer(3 * torch.randn(L, D, generator=g), torch.randn(D, E, generator=g),
-                                               torch.randn(D, E, generator=g), torch.randn(D, Ev, generator=g), causal=causal))
-    cases.append(WorkedExampleExplorer(torch.full((3, 4), 30.0), causal=False))  # large scores: a one-hot softmax
+                                               torch.randn(D, E, generator=g), torch.randn(D, Ev, generator=g), is_causal=causal))
+    cases.append(WorkedExampleExplorer(torch.full((3, 4), 30.0), is_causal=False))  # large scores: a one-hot softmax
     return cases
 
 
 @needs_node
 def test_js_worked_example_equals_attn_for_many_inputs():
     cases = worked_cases()
-    calls = [{"fn": "workedExample", "args": [{k: getattr(e, k) for k in ("X", "W_Q", "W_K", "W_V", "causal")}]} for e in cases]
+    calls = [{"fn": "workedExample", "args": [{k: getattr(e, k) for k in ("X", "W_Q", "W_K", "W_V", "is_causal")}]} for e in cases]
     for e, js in zip(cases, call_js("worked_example.js", calls), strict=True):
         ref = e.result()
         for k in ("Q", "K", "V", "scores", "weights", "out"):
@@ -310,13 +310,13 @@ def test_browser_worked_example_typed_numbers_equal_attn(site):
     W_V = attn.teaching.worked_example()["W_V"]
     W_V[0, 3] = 2.25
     assert_shows(page, WorkedExampleExplorer(X, W_V=W_V))
-    page.focus(".attn-worked input[name=causal]")
+    page.focus(".attn-worked input[name=is_causal]")
     page.keyboard.press("Space")  # the causal mask, from the keyboard
-    causal = WorkedExampleExplorer(X, W_V=W_V, causal=True)
+    causal = WorkedExampleExplorer(X, W_V=W_V, is_causal=True)
     assert_shows(page, causal)
     assert page.get_attribute(".attn-worked", "data-causal") == "1"
     assert page.locator(".attn-worked span[data-name=scores].attn-masked").count() == 3  # above the diagonal
-    model = page.evaluate("(() => { const m = window.attnWidgets.models.get('w0'); return [m.get('X'), m.get('causal')]; })()")
+    model = page.evaluate("(() => { const m = window.attnWidgets.models.get('w0'); return [m.get('X'), m.get('is_causal')]; })()")
     assert model == [X.double().tolist(), True], "the edits are written to the model, for a kernel to read"
     page.click(".attn-worked button[name=reset]")
     assert_shows(page, WorkedExampleExplorer())

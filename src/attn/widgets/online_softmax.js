@@ -23,9 +23,9 @@ function render({ model, el }) {
   const valuesIn = h("input", { type: "text", name: "values", inputmode: "decimal", "aria-label": "values, one per key" });
   const blockIn = h("input", { type: "number", name: "block_size", min: 1, step: 1, "aria-label": "keys per block" });
   const message = h("div", { class: "attn-note", role: "alert", hidden: true });
-  const btn = (name, text, label) => h("button", { type: "button", name, "aria-label": label }, text);
-  const first = btn("first", "\u23ee", "back to the start"), back = btn("back", "\u25c0 back", "one block back");
-  const next = btn("next", "step \u25b6", "next block"), last = btn("last", "\u23ed", "all blocks");
+  const btn = (name, text, title) => h("button", { type: "button", name, title }, text);
+  const first = btn("first", "\u00ab start", "back to the start"), back = btn("back", "\u25c0 back", "one block back");
+  const next = btn("next", "step \u25b6", "next block"), last = btn("last", "end \u00bb", "all blocks");
   const where = h("output", { class: "attn-where" });
   root.append(
     h("div", { class: "attn-controls attn-lists" }, labelled("scores", "scores", scoresIn), labelled("values", "values", valuesIn),

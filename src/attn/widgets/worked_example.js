@@ -5,10 +5,10 @@
 const EDITABLE = ["X", "W_Q", "W_K", "W_V"];
 
 /** The example from its matrices: Q, K, V, the scaled scores (before the mask), the weights, the outputs. */
-export function workedExample({ X, W_Q, W_K, W_V, causal = false }) {
+export function workedExample({ X, W_Q, W_K, W_V, is_causal = false }) {
   const Q = matmul(X, W_Q), K = matmul(X, W_K), V = matmul(X, W_V);  // (L, E), (L, E), (L, Ev)
   const scale = 1 / Math.sqrt(K[0].length);
-  const mask = causal ? X.map((_, i) => X.map((_, j) => j <= i)) : undefined;  // true = may attend
+  const mask = is_causal ? X.map((_, i) => X.map((_, j) => j <= i)) : undefined;  // true = may attend
   const { raw, weights, out } = attention(Q, K, V, { mask, scale });  // raw = Q Kᵀ, (L, L)
   const scores = raw.map((row) => row.map((v) => v * scale));  // before the mask, to show every entry
   return { Q, K, V, scores, weights, out };
@@ -17,17 +17,17 @@ export function workedExample({ X, W_Q, W_K, W_V, causal = false }) {
 function render({ model, el }) {
   const root = h("div", { class: "attn-w attn-live attn-worked" });
   el.append(root);
-  const causalBox = h("input", { type: "checkbox", name: "causal" });
+  const causalBox = h("input", { type: "checkbox", name: "is_causal" });
   const reset = h("button", { type: "button", name: "reset" }, "book's example");
   const message = h("div", { class: "attn-note", role: "alert", hidden: true });
-  root.append(h("div", { class: "attn-controls" }, labelled("causal", "causal mask", causalBox), reset), message);
+  root.append(h("div", { class: "attn-controls" }, labelled("is_causal", "causal mask", causalBox), reset), message);
   const inputsX = h("div", { class: "attn-panels" });
   const inputsW = h("div", { class: "attn-panels" });
   const details = h("details", {}, h("summary", {}, "the projections W_Q, W_K, W_V (editable too)"), inputsW);
   const results = h("div", { class: "attn-panels attn-results-live", "aria-live": "polite" });
   root.append(inputsX, details, results);
   const initial = Object.fromEntries(EDITABLE.map((k) => [k, model.get(k)]));  // for "book's example"
-  const initialCausal = model.get("causal");
+  const initialCausal = model.get("is_causal");
   const put = (changes) => { for (const [k, v] of Object.entries(changes)) model.set(k, v); model.save_changes(); };
 
   let fields = null;  // name -> rows of <input>, rebuilt only when a shape changes
@@ -88,7 +88,7 @@ function render({ model, el }) {
   function edited() {
     const mats = readFields();
     if (!mats) return;
-    draw({ ...mats, causal: causalBox.checked });  // at once, before the model round trip
+    draw({ ...mats, is_causal: causalBox.checked });  // at once, before the model round trip
     put(mats);
   }
 
@@ -99,7 +99,7 @@ function render({ model, el }) {
       return h("span", { class: off ? "attn-masked" : null, "data-name": name, "data-i": i, "data-j": j,
         "data-value": String(v), title: off ? "masked: this key is after the query" : null }, off ? "\u2013" : fixed(v));
     };
-    const off = state.causal ? (i, j) => j > i : null;
+    const off = state.is_causal ? (i, j) => j > i : null;
     const colsOf = (M) => M[0].map((_, j) => String(j));
     results.replaceChildren(
       matrixPanel("Q = X W_Q", toks, colsOf(r.Q), num("Q", r.Q)),
@@ -108,7 +108,7 @@ function render({ model, el }) {
       matrixPanel(`scores Q K\u1d40 / \u221a${r.K[0].length}`, toks, toks, num("scores", r.scores, off)),
       matrixPanel("softmax rows: weights", toks, toks, num("weights", r.weights)),
       matrixPanel("output = weights \u00b7 V", toks, colsOf(r.out), num("out", r.out)));
-    Object.assign(root.dataset, { causal: state.causal ? "1" : "0", l: L });
+    Object.assign(root.dataset, { causal: state.is_causal ? "1" : "0", l: L });
     root.dataset.drawn = String((Number(root.dataset.drawn) || 0) + 1);  // tests wait on it
   }
 
@@ -120,24 +120,24 @@ function render({ model, el }) {
         if (input !== input.ownerDocument.activeElement && r.value !== v) input.value = String(v);
       }));
     }
-    causalBox.checked = !!model.get("causal");
+    causalBox.checked = !!model.get("is_causal");
     const mats = readFields();
-    if (mats) draw({ ...Object.fromEntries(EDITABLE.map((k) => [k, model.get(k)])), causal: causalBox.checked });
+    if (mats) draw({ ...Object.fromEntries(EDITABLE.map((k) => [k, model.get(k)])), is_causal: causalBox.checked });
   }
 
   causalBox.addEventListener("change", () => {
     const mats = readFields();
-    if (mats) draw({ ...mats, causal: causalBox.checked });
-    put({ causal: causalBox.checked });
+    if (mats) draw({ ...mats, is_causal: causalBox.checked });
+    put({ is_causal: causalBox.checked });
   });
   reset.addEventListener("click", () => {
     for (const name of EDITABLE) fields[name].forEach((row, i) => row.forEach((input, j) => { input.value = String(initial[name][i][j]); }));
     causalBox.checked = initialCausal;
-    put({ ...initial, causal: initialCausal });
+    put({ ...initial, is_causal: initialCausal });
     fromModel();
   });
 
-  const events = [...EDITABLE, "tokens", "causal"].map((k) => `change:${k}`);
+  const events = [...EDITABLE, "tokens", "is_causal"].map((k) => `change:${k}`);
   events.forEach((ev) => model.on(ev, fromModel));
   fromModel();
   return () => events.forEach((ev) => model.off(ev, fromModel));

@@ -19,7 +19,6 @@ import traitlets as t
 from attn import _checks
 from attn.functional import scaled_dot_product_attention
 from attn.widgets._state import CSS, LIMIT, as_array, front_end, rounded
-from attn.widgets.attention_explorer import _tokens
 
 __all__ = ["MAX_SIZE", "WorkedExampleExplorer"]
 
@@ -33,7 +32,8 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
         X: token vectors ``(L, D)``; default: :func:`attn.teaching.worked_example`'s (3 tokens, D = 4).
         W_Q, W_K: ``(D, E)``; W_V: ``(D, Ev)``. Default: the example's.
         tokens: one label per row of ``X`` (default: the example's words, or ``"0"``, ``"1"``, ...).
-        causal: start with the causal mask on (query ``i`` sees keys ``j <= i``).
+        is_causal: start with the causal mask on (query ``i`` sees keys ``j <= i``), as
+            :func:`attn.scaled_dot_product_attention`'s flag of the same name.
 
     Shape:
         ``Q``, ``K`` ``(L, E)``, ``V`` ``(L, Ev)``, scores and weights ``(L, L)``, output ``(L, Ev)``.
@@ -53,9 +53,9 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
     W_Q = t.List(t.List(t.Float())).tag(sync=True)  # (D, E)
     W_K = t.List(t.List(t.Float())).tag(sync=True)  # (D, E)
     W_V = t.List(t.List(t.Float())).tag(sync=True)  # (D, Ev)
-    causal = t.Bool(False).tag(sync=True)
+    is_causal = t.Bool(False).tag(sync=True)
 
-    def __init__(self, X=None, W_Q=None, W_K=None, W_V=None, *, tokens=None, causal: bool = False):
+    def __init__(self, X=None, W_Q=None, W_K=None, W_V=None, *, tokens=None, is_causal: bool = False):
         from attn.teaching import worked_example
 
         ex = worked_example()
@@ -63,13 +63,13 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
         mats = {k: ex[k] if v is None else v for k, v in given.items()}
         if tokens is None and X is None:
             tokens = ex["tokens"]
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be True or False, got {causal!r}")
-        super().__init__(**_check(mats, tokens), causal=causal)
+        if not isinstance(is_causal, bool):
+            raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
+        super().__init__(**_check(mats, tokens), is_causal=is_causal)
 
     def update(self, **changes) -> None:
-        """Replace any of ``X``, ``W_Q``, ``W_K``, ``W_V``, ``tokens``, ``causal`` live (checked together)."""
-        unknown = set(changes) - {"X", "W_Q", "W_K", "W_V", "tokens", "causal"}
+        """Replace any of ``X``, ``W_Q``, ``W_K``, ``W_V``, ``tokens``, ``is_causal`` live (checked together)."""
+        unknown = set(changes) - {"X", "W_Q", "W_K", "W_V", "tokens", "is_causal"}
         if unknown:
             raise TypeError(f"update() got unknown names {sorted(unknown)}")
         mats = {k: changes.get(k, getattr(self, k)) for k in ("X", "W_Q", "W_K", "W_V")}
@@ -78,22 +78,22 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
         with self.hold_sync():
             for k, v in state.items():
                 setattr(self, k, v)
-            if "causal" in changes:
-                self.causal = bool(changes["causal"])
+            if "is_causal" in changes:
+                self.is_causal = bool(changes["is_causal"])
 
     def result(self) -> dict[str, torch.Tensor]:
         """The example computed from the state, float64: ``Q``, ``K``, ``V``, ``scores`` (``Q Kᵀ / sqrt(E)``,
-        before the mask), ``weights`` (the softmax rows, masked when ``causal``) and ``out``."""
+        before the mask), ``weights`` (the softmax rows, masked when ``is_causal``) and ``out``."""
         X, W_Q, W_K, W_V = (torch.tensor(getattr(self, k), dtype=torch.float64) for k in ("X", "W_Q", "W_K", "W_V"))
         Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # (L, E), (L, E), (L, Ev)
         scale = 1 / math.sqrt(K.shape[-1])
-        out, weights = scaled_dot_product_attention(Q, K, V, is_causal=self.causal, scale=scale, return_weights=True)
+        out, weights = scaled_dot_product_attention(Q, K, V, is_causal=self.is_causal, scale=scale, return_weights=True)
         return {"Q": Q, "K": K, "V": V, "scores": Q @ K.T * scale, "weights": weights, "out": out}
 
     def __repr__(self) -> str:
         L, D = len(self.X), len(self.X[0])
         E, Ev = len(self.W_K[0]), len(self.W_V[0])
-        return f"WorkedExampleExplorer(tokens={self.tokens}, X=({L}, {D}), E={E}, Ev={Ev}, causal={self.causal})"
+        return f"WorkedExampleExplorer(tokens={self.tokens}, X=({L}, {D}), E={E}, Ev={Ev}, is_causal={self.is_causal})"
 
 
 def _matrix(name: str, value, rows: int | None = None) -> list:
@@ -116,7 +116,9 @@ def _check(mats: dict, tokens) -> dict:
     if len(out["W_Q"][0]) != len(out["W_K"][0]):
         raise ValueError(f"W_Q and W_K need the same number of columns E (queries meet keys in a dot product), "
                          f"got {_checks.fmt((D, len(out['W_Q'][0])))} and {_checks.fmt((D, len(out['W_K'][0])))}")
-    out["tokens"] = [str(i) for i in range(L)] if tokens is None else _tokens("tokens", tokens)
+    if isinstance(tokens, str):
+        raise ValueError(f"tokens must be a list of tokens, got a single string {tokens[:30]!r}; split it first")
+    out["tokens"] = [str(i) for i in range(L)] if tokens is None else [str(x) for x in tokens]
     if len(out["tokens"]) != L:
         raise ValueError(f"tokens has {len(out['tokens'])} entries but X has {L} rows (shape {_checks.fmt((L, D))})")
     return out
