@@ -18,7 +18,7 @@ function render({ model, el }) {
   const root = h("div", { class: "attn-w attn-live attn-worked" });
   el.append(root);
   const causalBox = h("input", { type: "checkbox", name: "is_causal" });
-  const reset = h("button", { type: "button", name: "reset" }, "book's example");
+  const reset = h("button", { type: "button", name: "reset", title: "back to the numbers it started with" }, "reset");
   const message = h("div", { class: "attn-note", role: "alert", hidden: true });
   root.append(h("div", { class: "attn-controls" }, labelled("is_causal", "causal mask", causalBox), reset), message);
   const inputsX = h("div", { class: "attn-panels" });
@@ -26,7 +26,7 @@ function render({ model, el }) {
   const details = h("details", {}, h("summary", {}, "the projections W_Q, W_K, W_V (editable too)"), inputsW);
   const results = h("div", { class: "attn-panels attn-results-live", "aria-live": "polite" });
   root.append(inputsX, details, results);
-  const initial = Object.fromEntries(EDITABLE.map((k) => [k, model.get(k)]));  // for "book's example"
+  const initial = Object.fromEntries(EDITABLE.map((k) => [k, model.get(k)]));  // for "reset"
   const initialCausal = model.get("is_causal");
   const put = (changes) => { for (const [k, v] of Object.entries(changes)) model.set(k, v); model.save_changes(); };
 
