@@ -442,3 +442,16 @@ def test_browser_live_explorers_fit_390_px_and_answer_an_edit_within_100_ms_at_4
     X = attn.teaching.worked_example()["X"]
     X[2, 1] = 1
     assert_shows(page, WorkedExampleExplorer(X))  # the last edit drew the right numbers
+
+
+def test_browser_matrices_that_do_not_chain_set_from_python_show_a_message_not_an_error(site):
+    page = site(WorkedExampleExplorer())
+    page.evaluate("window.attnWidgets.models.get('w0').set('W_Q', [[1, 2], [3, 4]])")  # as a kernel could, unchecked
+    message = page.locator(".attn-worked .attn-note")
+    assert message.is_visible() and "Cannot compute" in message.inner_text() and "matmul" in message.inner_text()
+    assert page.get_attribute(".attn-worked", "data-state") == "invalid"
+    page.evaluate("window.attnWidgets.models.get('w0').set('W_Q', %s)" % json.dumps(WorkedExampleExplorer().W_Q))
+    assert not message.is_visible()
+    assert_shows(page, WorkedExampleExplorer())
+    page.evaluate("window.attnWidgets.models.get('w0').set('tokens', ['only one'])")  # too few labels: numbers for them
+    assert_shows(page, WorkedExampleExplorer())

@@ -78,8 +78,18 @@ function render({ model, el }) {
   }
 
   function draw(d, step) {
+    let steps, full;
+    try {
+      steps = steppedPass(d.scores, d.values, d.blockSize);
+      full = fullOutput(d.scores, d.values);
+    } catch (err) {  // readFields lets nothing through that throws; this keeps the page whole if it ever did
+      message.textContent = `Cannot compute: ${err.message}.`;
+      message.hidden = false;
+      root.dataset.state = "invalid";
+      return;
+    }
     last_ = d;
-    const steps = steppedPass(d.scores, d.values, d.blockSize), full = fullOutput(d.scores, d.values), n = steps.length;
+    const n = steps.length;
     where.textContent = `${step} of ${n} blocks done`;
     first.disabled = back.disabled = step === 0;
     next.disabled = last.disabled = step === n;

@@ -31,7 +31,7 @@ function render({ model, el }) {
   const put = (changes) => { for (const [k, v] of Object.entries(changes)) model.set(k, v); model.save_changes(); };
 
   let fields = null;  // name -> rows of <input>, rebuilt only when a shape changes
-  const labels = (name) => (name === "X" ? model.get("tokens") : model.get("X")[0].map((_, r) => `row ${r}`));
+  const labels = (name) => model.get(name).map((_, r) => (name === "X" ? model.get("tokens")[r] ?? String(r) : `row ${r}`));
 
   function matrixPanel(title, rowLabels, cols, cell, attrs = {}) {
     const head = h("tr", {}, h("th", {}), ...cols.map((c) => h("th", { scope: "col" }, c)));
@@ -93,7 +93,17 @@ function render({ model, el }) {
   }
 
   function draw(state) {
-    const r = workedExample(state), L = state.X.length, toks = model.get("tokens");
+    let r;
+    try {
+      r = workedExample(state);
+    } catch (err) {  // matrices set from Python that do not chain: say so, keep the last numbers
+      message.textContent = `Cannot compute: ${err.message}.`;
+      message.hidden = false;
+      root.dataset.state = "invalid";
+      results.classList.add("attn-stale");
+      return;
+    }
+    const L = state.X.length, toks = state.X.map((_, i) => (model.get("tokens") || [])[i] ?? String(i));
     const num = (name, M, masked) => (i, j) => {
       const v = M[i][j], off = masked && masked(i, j);
       return h("span", { class: off ? "attn-masked" : null, "data-name": name, "data-i": i, "data-j": j,
