@@ -27,7 +27,6 @@ PENDING = {
     "why_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "multi_head_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "positional_encodings.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "explorers.ipynb": ("test_results_are_shown_as_results_not_printed",),
 }
 
 

@@ -18,6 +18,7 @@ HERE = pathlib.Path(__file__).parent
 CSS = HERE / "widgets.css"
 PARTS = ("_dom.js", "_nn.js")  # files front_end can put in front of an explorer's module
 DECIMALS = 4
+LIMIT = 1000.0  # largest magnitude of a number a reader types into a live explorer (parseNumber in _dom.js)
 
 
 def front_end(name: str, parts: tuple[str, ...] = ("_dom.js",)) -> str:
