@@ -25,7 +25,6 @@ SHOWN = {"remove-cell", "remove-output"}  # a cell with neither tag shows its ou
 # limit must leave this table). Empty when the teaching pass is done.
 PENDING = {
     "self_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "multi_head_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "cross_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "causal_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
     "build_it_yourself.ipynb": ("test_results_are_shown_as_results_not_printed",),
