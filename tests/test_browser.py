@@ -137,9 +137,10 @@ HOSTILE_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "
 
 
 def _page_showing_tokens(built_site, tokens) -> str:
-    """Write a copy of the explorers page whose AttentionExplorer shows ``tokens``: its saved widget state is
+    """A copy of the explorers page whose AttentionExplorer shows ``tokens``: its saved widget state is
     rewritten as the build writes it (JSON, then _ext/attn_book.py's sanitize_script_content), so the tokens
-    take the same path into the page as a chapter's would. Returns the copy's path in the site."""
+    take the same path into the page as a chapter's would. Returns the page's HTML (served from memory, not
+    written into the built site, which the passes over every page walk at the same time)."""
     import sys
 
     from conftest import ROOT
@@ -156,25 +157,21 @@ def _page_showing_tokens(built_site, tokens) -> str:
     n, H = len(tokens), model["weights"]["shape"][1]
     view = AttentionExplorer(tokens, torch.softmax(torch.randn(1, H, n, n), -1))
     model.update(tokens=view.tokens, key_tokens=view.key_tokens, weights=view.weights, query=-1)
-    path = "book/explorers-tokens-test.html"
-    (built_site / path).write_text(html[:m.start(1)] + sanitize_script_content(json.dumps(state)) + html[m.end(1):])
-    return path
+    return html[:m.start(1)] + sanitize_script_content(json.dumps(state)) + html[m.end(1):]
 
 
 def test_tokens_that_look_like_html_are_shown_as_text_and_never_run(built_site, watch):
-    path = _page_showing_tokens(built_site, HOSTILE_TOKENS)
-    try:
-        page = watch.goto(path)
-        page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
-        view = page.locator(".attn-head-view").first
-        titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
-        assert titles == [f"query {i}: {t}" for i, t in enumerate(HOSTILE_TOKENS)]
-        assert view.locator("img, script").count() == 0
-        assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
-        assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
-        assert _errors(watch) == []
-    finally:
-        (built_site / path).unlink()
+    html, path = _page_showing_tokens(built_site, HOSTILE_TOKENS), "book/explorers-tokens-test.html"
+    watch.page.route(f"{watch.base}/{path}", lambda r: r.fulfill(body=html, content_type="text/html"))
+    page = watch.goto(path)
+    page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
+    view = page.locator(".attn-head-view").first
+    titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert titles == [f"query {i}: {t}" for i, t in enumerate(HOSTILE_TOKENS)]
+    assert view.locator("img, script").count() == 0
+    assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
+    assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
+    assert _errors(watch) == []
 
 
 def test_attention_explorer_heads_view_and_hover_respond_without_a_kernel(watch):
