@@ -293,6 +293,6 @@ def test_next_token_windows_targets_are_the_inputs_shifted_by_one_and_lm_helpers
     assert torch.equal(y, (x + 1) % VOCAB)  # the text counts up: the next id follows
     model = lm()
     loss, acc = attn.teaching.lm_evaluate(model, x, y)
-    assert_close(torch.tensor(loss), attn.teaching.lm_loss(model, (x, y)).detach())
+    assert_close(torch.tensor(loss), attn.teaching.token_loss(model, (x, y)).detach())
     with torch.no_grad():
         assert acc == (model(x).argmax(-1) == y).float().mean().item() and 0 <= acc <= 1

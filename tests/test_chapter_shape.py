@@ -24,18 +24,6 @@ SHOWN = {"remove-cell", "remove-output"}  # a cell with neither tag shows its ou
 # Chapters not yet within the limits, and which tests they fail (strict: a chapter that meets a
 # limit must leave this table). Empty when the teaching pass is done.
 PENDING = {
-    "why_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "self_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "multi_head_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "cross_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "causal_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "build_it_yourself.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "positional_encodings.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "transformer_architecture.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "model_variants.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "debugging_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "efficient_attention.ipynb": ("test_results_are_shown_as_results_not_printed",),
-    "explorers.ipynb": ("test_results_are_shown_as_results_not_printed",),
 }
 
 

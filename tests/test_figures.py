@@ -31,6 +31,19 @@ def test_figures_yml_names_only_cells_that_draw_figures():
         assert set(cells) <= ids, f"{name}: entries for cells that draw no figure: {set(cells) - ids}"
 
 
+def test_a_figure_cell_shows_only_its_figure():
+    """myst-nb puts every output of a captioned cell inside the figure, so a table or printed line
+    there would sit under the figure's caption: results go in a cell of their own."""
+    extra = []
+    for path in notebooks.chapters():
+        for cell in notebooks.figure_cells(nbformat.read(path, as_version=4)):
+            shown = [o for o in cell.get("outputs", []) if o.output_type == "stream"
+                     or any(not m.startswith("application/papermill") for m in o.get("data", {}))]
+            if len(shown) != 1 or "image/png" not in shown[0].get("data", {}):
+                extra.append(f"{path.stem}: cell {cell.get('id')} shows {len(shown)} outputs")
+    assert extra == [], "figure cells with outputs besides the figure:\n" + "\n".join(extra)
+
+
 def test_site_shows_captions_and_alt_text(built_site):
     page = (built_site / "book/self_attention.html").read_text()
     imgs = re.findall(r"<img [^>]*>", page)

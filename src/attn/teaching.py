@@ -23,7 +23,8 @@ from collections.abc import Iterable, Iterator, Sequence
 import torch
 
 __all__ = ["DATE_DIGITS", "DATE_FIELDS", "alignment_scores", "answer_positions", "correct_per_position",
-           "date_field_mass", "deep_encoder", "diagonal_spread", "heads_removed", "kv_sum_answer_positions",
+           "date_field_mass", "deep_encoder", "diagonal_spread", "head_sweep_run", "heads_removed", "kv_accuracy",
+           "kv_model", "kv_sum_answer_positions",
            "layer_grad_norms", "matrices", "max_diff_from_torch", "meta_flops", "mha_flops", "mha_params",
            "offset_matrix", "own_buckets", "shape_trace", "single_head", "smooth", "softmax_jacobian_norm",
            "softmax_saturation", "token_loss", "torch_pair", "weight_on", "worked_example",
@@ -334,14 +335,18 @@ def own_buckets(buckets: torch.Tensor) -> int:
     return count
 
 
-def token_loss(model, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Mean cross-entropy of a token model on ``batch = (tokens, targets)``, both ``(B, L)``;
-    targets ``-100`` (``attn.data.IGNORE``) carry no target. The ``loss_fn`` for
-    :func:`attn.train.train`."""
+def token_loss(model, batch: tuple[torch.Tensor, ...], mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean cross-entropy of a token model on ``batch = (tokens, targets, ...)``, both ``(B, L)``,
+    over the positions with a target (``attn.data.IGNORE``, -100, elsewhere); further items of the
+    batch (e.g. :func:`attn.data.kv_recall`'s ``kind``) are not used. ``mask`` (e.g. a wrong one, to
+    show what it does) replaces the model's own; ``None`` keeps it. The ``loss_fn`` for
+    :func:`attn.train.train`.
+
+    Shape: ``tokens``, ``targets`` ``(B, L)`` -> a scalar."""
     import torch.nn.functional as F
 
     tokens, targets = batch[0], batch[1]
-    logits = model(tokens)  # (B, L, V)
+    logits = model(tokens) if mask is None else model(tokens, mask=mask)  # (B, L, V)
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
 
 
@@ -507,6 +512,48 @@ def weight_on(weights: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
     return weights.gather(-1, index)[..., 0].transpose(0, 1)
 
 
+@torch.no_grad()
+def kv_accuracy(model, test: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                relations: Sequence[int] = (1, 2)) -> dict[int, float]:
+    """Accuracy of a token model on a test set ``(tokens, targets, kind)`` of
+    :func:`attn.data.kv_recall`, per relation (the values of ``kind``: 1 previous token, 2 matching
+    key)."""
+    tokens, targets, kind = test
+    correct = model(tokens).argmax(-1) == targets  # (n, T)
+    return {r: correct[kind == r].float().mean().item() for r in relations}
+
+
+def kv_model(task, d_model: int, num_heads: int, seed: int = 0):
+    """The multi-head chapter's model for ``task`` (an :class:`attn.data.KVRecall`): an
+    :class:`attn.models.TokenModel` with one encoder layer, initialised from ``seed``."""
+    from attn import models
+
+    torch.manual_seed(seed)
+    return models.TokenModel(task.vocab_size, d_model=d_model, num_heads=num_heads, num_layers=1,
+                             max_len=task.seq_len)
+
+
+def head_sweep_run(num_heads: int, seed: int, *, d_model: int = 64, steps: int = 250, batch: int = 128) -> dict:
+    """One run of the multi-head chapter's head-count sweep: the chapter's two-head recipe (the
+    same training batches, loss, optimiser and test set) with ``num_heads`` heads of width
+    ``d_model / num_heads``, from ``seed``. ``scripts/head_sweep.py`` runs it for every setting.
+
+    Returns:
+        ``{"H", "seed", "acc": {relation: accuracy}, "loss": test loss, "curve": training losses}``.
+    """
+    from attn import data, train
+
+    task = data.KVRecall()
+    test = data.kv_recall(1000, task, seed=0)  # the chapter's held-out test set
+    batches = [data.kv_recall(batch, task, seed=10_000 + i) for i in range(steps)]
+    model = kv_model(task, d_model, num_heads, seed)
+    curve = train.train(model, batches.__getitem__, token_loss, steps=steps, lr=3e-3, warmup=50,
+                        seed=seed, progress=False)
+    with torch.no_grad():
+        loss = token_loss(model, test).item()
+    return {"H": num_heads, "seed": seed, "acc": kv_accuracy(model, test), "loss": loss, "curve": curve}
+
+
 
 # --- moved from the causal / why chapters ------------------------------------------------------
 # Harness of book/causal_attention.ipynb (language-model batches, loss and evaluation, the
@@ -526,7 +573,7 @@ from attn.functional import scaled_dot_product_attention as _sdpa  # noqa: E402
 
 __all__ += [
     "AdditiveAttention", "BahdanauSeq2Seq", "causal_alignment",
-    "date_training_batch", "fully_masked_outcomes", "lm_evaluate", "lm_loss", "long_range_rows",
+    "date_training_batch", "fully_masked_outcomes", "lm_evaluate", "long_range_rows",
     "long_range_values", "next_token_windows", "seq2seq_date_loss", "token_dependency",
 ]
 
@@ -538,13 +585,6 @@ def next_token_windows(ids: torch.Tensor, n: int, length: int, *, seed: int):
 
     chunk = windows(ids, n, length + 1, seed=seed)  # (n, length + 1)
     return chunk[:, :-1], chunk[:, 1:]
-
-
-def lm_loss(model: nn.Module, batch, mask: torch.Tensor | None = None) -> torch.Tensor:
-    """Next-token cross-entropy ``()`` of ``model(x, mask=mask)`` on ``batch = (x, y)``, both
-    ``(B, T)``; ``mask=None`` is the model's own (causal) mask."""
-    x, y = batch
-    return F.cross_entropy(model(x, mask=mask).flatten(0, 1), y.flatten())
 
 
 @torch.no_grad()

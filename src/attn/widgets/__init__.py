@@ -7,12 +7,26 @@ the static book, where no kernel runs:
 - :class:`MaskExplorer`: every mask of :mod:`attn.masks` as a grid, its additive form and the softmax;
 - :class:`AttentionExplorer`: attention weights ``(layers, heads, L, S)`` as lines or heatmaps;
 - :class:`PositionalEncodingExplorer`: a positional table, the similarity of positions, and one
-  dimension pair turning on the unit circle.
+  dimension pair turning on the unit circle;
+- :class:`WorkedExampleExplorer`: the chapters' small Q/K/V example with numbers the reader edits;
+  scores, softmax rows and outputs are computed in the page as they type;
+- :class:`OnlineSoftmaxExplorer`: one query's tiled (online-softmax) pass, stepped block by block;
+- :class:`GenerationExplorer`: the trained GPT continues the reader's prompt in the page, its KV
+  cache filling step by step.
+
+:func:`model_state` writes a model (:func:`checkpoint_state`: the book's trained GPT) as JSON for
+``_nn.js``, the models' forward pass in the front end, so an explorer can run it in the page.
 """
 
 from attn.widgets._state import state_size_bytes
 from attn.widgets.attention_explorer import AttentionExplorer
+from attn.widgets.generation_explorer import GenerationExplorer
 from attn.widgets.mask_explorer import KINDS, MaskExplorer, seeded_scores
+from attn.widgets.model_state import checkpoint_state, model_state
+from attn.widgets.online_softmax import OnlineSoftmaxExplorer
 from attn.widgets.positional_explorer import PositionalEncodingExplorer
+from attn.widgets.worked_example import WorkedExampleExplorer
 
-__all__ = ["KINDS", "AttentionExplorer", "MaskExplorer", "PositionalEncodingExplorer", "seeded_scores", "state_size_bytes"]
+__all__ = ["KINDS", "AttentionExplorer", "GenerationExplorer", "MaskExplorer", "OnlineSoftmaxExplorer",
+           "PositionalEncodingExplorer", "WorkedExampleExplorer", "checkpoint_state", "model_state", "seeded_scores",
+           "state_size_bytes"]

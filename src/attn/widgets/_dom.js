@@ -29,3 +29,36 @@ function s(tag, attrs = {}, text) {
 function labelled(key, text, ...controls) {
   return h("label", { class: "attn-field", "data-control": key }, h("span", {}, text), ...controls);
 }
+
+// ----- numbers the reader types (the live explorers). LIMIT is _state.LIMIT on the Python side.
+const LIMIT = 1000;
+const NUMBER = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
+
+/** A typed number: {value} or {error} ("is empty", "is not a number", "is outside -1000..1000"). */
+function parseNumber(text) {
+  const t = String(text).trim().replace(/\u2212/g, "-");  // a typographic minus is a minus
+  if (t === "") return { error: "is empty" };
+  if (!NUMBER.test(t)) return { error: "is not a number" };
+  const value = Number(t);
+  if (!(Math.abs(value) <= LIMIT)) return { error: `is outside -${LIMIT}..${LIMIT}` };
+  return { value };
+}
+
+/** A comma- or space-separated list of numbers: {values} or {error} naming the first bad entry. */
+function parseList(text) {
+  const parts = String(text).split(/[,;\s]+/).filter((p) => p !== "");
+  if (!parts.length) return { error: "is empty" };
+  const values = [];
+  for (const [n, p] of parts.entries()) {
+    const r = parseNumber(p);
+    if (r.error) return { error: `entry ${n + 1} ("${p}") ${r.error}` };
+    values.push(r.value);
+  }
+  return { values };
+}
+
+/** A number as the live explorers show it: 3 decimals, no "-0.000". */
+function fixed(v, digits = 3) {
+  const t = v.toFixed(digits);
+  return /^-0\.?0*$/.test(t) ? t.slice(1) : t;
+}

@@ -16,18 +16,24 @@ import torch
 
 HERE = pathlib.Path(__file__).parent
 CSS = HERE / "widgets.css"
-DOM_HELPERS = HERE / "_dom.js"
+PARTS = ("_dom.js", "_nn.js")  # files front_end can put in front of an explorer's module
 DECIMALS = 4
+LIMIT = 1000.0  # largest magnitude of a number a reader types into a live explorer (parseNumber in _dom.js)
 
 
-def front_end(name: str) -> str:
-    """The ES module of the explorer ``name`` (e.g. ``"mask_explorer.js"``): ``_dom.js``, then the file.
+def front_end(name: str, parts: tuple[str, ...] = ("_dom.js",)) -> str:
+    """The ES module of the explorer ``name`` (e.g. ``"mask_explorer.js"``): its ``parts``, then the file.
 
     A widget's module travels as one string in its synced state (``_esm``); JupyterLab, Colab and the
-    static book all load it from there, so it cannot import a sibling file. The DOM helpers the
-    explorers share are written once, in ``_dom.js``, and put in front of each module here.
+    static book all load it from there, so it cannot import a sibling file. The code the explorers
+    share is written once, in files put in front of a module here, in the order given: ``_dom.js``
+    (DOM helpers, every explorer) and ``_nn.js`` (the models' maths, for an explorer that computes:
+    ``parts=("_dom.js", "_nn.js")``). A part's ``export``s become the module's own.
     """
-    return DOM_HELPERS.read_text() + "\n" + (HERE / name).read_text()
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        raise ValueError(f"parts names unknown front-end part(s) {unknown}; known: {sorted(PARTS)}")
+    return "".join((HERE / p).read_text() + "\n" for p in parts) + (HERE / name).read_text()
 
 
 def state_size_bytes(widget) -> int:

@@ -1,0 +1,211 @@
+// GenerationExplorer front end (anywidget ES module): the trained GPT continues the reader's prompt
+// in the page, one character per step, and the KV cache fills row by row. Self-contained: _dom.js
+// (h, s, labelled) and _nn.js (loadModel, forward, newCache, softmaxRow, argmax) are put in front of
+// this file (see _state.front_end); the weights come from the synced state. Text is only ever set as
+// text, never parsed as HTML.
+
+const SPECIAL = "\u2400";  // how a generated <pad>, <s> or </s> is shown (as Python's continuation does)
+const CELL = 2;  // px per number in a cache row
+const ROW = 6;  // px per cached position
+
+/** Problems with a prompt, as the sentence shown to the reader ("" when it can be generated from). */
+export function promptProblem(vocab, maxLen, prompt, maxNew) {
+  if (!prompt.length) return "Type a prompt: the model needs at least one character to continue.";
+  const known = new Set(vocab.slice(3)), unknown = [...new Set([...prompt].filter((c) => !known.has(c)))];
+  if (unknown.length) {
+    return `The model does not know ${unknown.map((c) => JSON.stringify(c)).join(", ")}: it was trained on ` +
+      `lower-case text (letters, digits, space and ${vocab.slice(3).filter((c) => !/[a-z0-9 ]/.test(c)).join("")}).`;
+  }
+  if ([...prompt].length + maxNew > maxLen) {
+    return `The prompt has ${[...prompt].length} characters and ${maxNew} are to be added: ` +
+      `${[...prompt].length + maxNew} positions, but the model's context is ${maxLen}. Shorten the prompt.`;
+  }
+  return "";
+}
+
+/** Greedy continuation of `prompt` by `maxNew` characters with the KV cache (what Python's `generated` holds). */
+export function continuation(spec, prompt, maxNew) {
+  const m = loadModel(spec), cache = newCache(m), ids = encodeText(m, prompt), out = [];
+  let input = ids;
+  for (let t = 0; t < maxNew; t++) {
+    const r = forward(m, input, { cache }), next = argmax(r.logits[r.logits.length - 1]);
+    out.push(next > 2 ? m.vocab[next] : SPECIAL);
+    input = [next];
+  }
+  return out.join("");
+}
+
+function render({ model, el }) {
+  const root = h("div", { class: "attn-w attn-gen-explorer" });
+  el.append(root);
+  const promptIn = h("input", { type: "text", name: "prompt", spellcheck: "false", autocomplete: "off", size: 26 });
+  const stepBtn = h("button", { type: "button", name: "step" }, "step \u25b8");
+  const playBtn = h("button", { type: "button", name: "play", "aria-pressed": "false" }, "\u25b6 play");
+  const resetBtn = h("button", { type: "button", name: "reset" }, "\u21ba reset");
+  const layerSel = h("select", { name: "layer" });
+  root.append(h("div", { class: "attn-controls" }, labelled("prompt", "prompt", promptIn), stepBtn, playBtn, resetBtn,
+    labelled("layer", "cache of layer", layerSel)));
+  const note = h("div", { class: "attn-note", role: "alert", hidden: true });
+  const text = h("div", { class: "attn-gen-text", "aria-live": "polite" });
+  const pred = h("div", { class: "attn-readout attn-gen-pred" });
+  const fig = h("div", { class: "attn-figure" });
+  root.append(note, text, pred, fig);
+
+  let m = null, specSeen = null, run = null, timer = null;
+  const modelOf = () => {
+    const spec = model.get("model");
+    if (spec !== specSeen) { m = loadModel(spec); specSeen = spec; }
+    return m;
+  };
+  const maxNew = () => Math.max(1, model.get("max_new_tokens") | 0);
+
+  function stop() {
+    clearInterval(timer); timer = null;
+    playBtn.setAttribute("aria-pressed", "false"); playBtn.textContent = "\u25b6 play";
+  }
+
+  /** A fresh run for the prompt typed: ids, an empty cache; null (and a visible message) if it cannot run. */
+  function start() {
+    stop();
+    const mm = modelOf(), prompt = promptIn.value, problem = promptProblem(mm.vocab, mm.config.max_len, prompt, maxNew());
+    note.hidden = !problem; note.textContent = problem;
+    root.dataset.valid = String(!problem);
+    if (problem) { run = null; draw(); return; }
+    if (prompt !== model.get("prompt")) { model.set("prompt", prompt); model.save_changes(); }
+    run = { ids: encodeText(mm, prompt), cache: newCache(mm), out: [], probs: null, weights: null, P: [...prompt].length };
+    draw();
+  }
+
+  function step() {
+    if (!run || run.out.length >= maxNew()) return false;
+    const mm = modelOf(), input = run.out.length ? [run.out[run.out.length - 1]] : run.ids;
+    const r = forward(mm, input, { cache: run.cache }), logits = r.logits[r.logits.length - 1];
+    run.out.push(argmax(logits));
+    run.probs = softmaxRow(logits);
+    run.weights = r.attention.map((heads) => heads.map((w) => w[w.length - 1]));  // [layer][head] (S): the newest query
+    draw();
+    return run.out.length < maxNew();
+  }
+
+  function draw() {
+    const mm = modelOf(), L = mm.config.num_layers;
+    if (layerSel.options.length !== L) layerSel.replaceChildren(...Array.from({ length: L }, (_, i) => h("option", { value: i }, `${i + 1}`)));
+    const layer = Math.min(L - 1, parseInt(layerSel.value || "0", 10));
+    const shown = (id) => (id > 2 ? mm.vocab[id] : SPECIAL);
+    const done = run ? run.out.length : 0;
+    stepBtn.disabled = playBtn.disabled = !run || done >= maxNew();
+    if (!run) {
+      const stored = model.get("generated") || "";
+      text.replaceChildren(h("span", {}, model.get("prompt") || ""), h("span", { class: "attn-gen-new" }, stored));
+      pred.textContent = "";
+      fig.replaceChildren();
+      return;
+    }
+    const generated = run.out.map(shown).join("");
+    Object.assign(root.dataset, { generated, cacheLength: String(run.cache.length), steps: String(done) });
+    text.replaceChildren(h("span", {}, promptIn.value), h("span", { class: "attn-gen-new" }, generated),
+      h("span", { class: "attn-gen-cursor" }, done < maxNew() ? "\u2581" : ""));
+    if (run.probs) {
+      const top = run.probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).slice(0, 5);
+      pred.textContent = `step ${done}: picked ${JSON.stringify(shown(run.out[done - 1]))}; most likely: ` +
+        top.map(([p, i]) => `${JSON.stringify(shown(i))} ${(100 * p).toFixed(1)}%`).join(", ");
+    } else {
+      pred.textContent = `Press step: the prompt's ${run.P} characters go through the model at once and fill the cache.`;
+    }
+    fig.replaceChildren(cacheFigure(mm, layer, shown));
+  }
+
+  /**
+   * Keys and values cached by one layer, a row per position (heads side by side), and the newest
+   * query's weight on each row (mean over heads). Drawn on a canvas: a step redraws thousands of
+   * cells as one image (as SVG elements they took 60 ms a step at 30 rows). What the figure shows is
+   * also on the element as data: data-rows, data-chars (JSON) and data-weights.
+   */
+  function cacheFigure(mm, layer, shown) {
+    const c = mm.config, D = c.d_model, H = c.num_heads, store = run.cache.layers[layer], S = run.cache.length;
+    const lab = 26, gap = 12, bars = 48, W = lab + 2 * D * CELL + 2 * gap + bars, top = 30, Ht = top + Math.max(1, S) * ROW + 8;
+    const ids = run.ids.concat(run.out).slice(0, S), chars = ids.map(shown);
+    const w = run.weights ? run.weights[layer] : null;
+    const means = w ? Array.from({ length: S }, (_, p) => w.reduce((a, row) => a + (row[p] || 0), 0) / H) : [];
+    const ratio = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
+    const cv = h("canvas", { class: "attn-gen-cache", width: Math.round(W * ratio), height: Math.round(Ht * ratio), role: "img",
+      "aria-label": `KV cache of layer ${layer + 1}: ${S} positions, keys and values of ${H} heads`,
+      "data-rows": S, "data-chars": JSON.stringify(chars), "data-weights": means.map((x) => x.toFixed(6)).join(",") });
+    cv.style.width = `${W}px`;
+    cv.style.height = `${Ht}px`;
+    const g = cv.getContext("2d");
+    if (!g) return cv;
+    g.scale(ratio, ratio);
+    const xk = lab, xv = lab + D * CELL + gap, xb = xv + D * CELL + gap;
+    g.fillStyle = "#fff"; g.fillRect(0, 0, W, Ht);
+    g.font = `600 10px ${FONT}`; g.fillStyle = "#333";
+    g.fillText(`keys (${H} heads)`, xk, 12); g.fillText("values", xv, 12); g.fillText("weight", xb, 12);
+    g.font = `10px ${FONT}`; g.fillStyle = "#666";
+    g.fillText(`layer ${layer + 1}, ${S} row${S === 1 ? "" : "s"}`, xk, 24);
+    let vmax = 1e-9;
+    for (const side of [store.k, store.v]) for (const head of side) for (const r of head) for (const x of r) vmax = Math.max(vmax, Math.abs(x));
+    const rgb = (x) => {  // blue (-vmax) - white (0) - red (+vmax)
+      const t = Math.max(-1, Math.min(1, x / vmax)), end = t < 0 ? [33, 102, 172] : [178, 24, 43];
+      return [247, 247, 247].map((a, k) => Math.round(a + (end[k] - a) * Math.abs(t)));
+    };
+    // The cells as pixels, written once into an image (a fillRect per cell is what made steps slow).
+    const cw = 2 * D * CELL + gap, off = document.createElement("canvas");
+    off.width = cw; off.height = Math.max(1, S * ROW);
+    const og = off.getContext("2d"), img = og.createImageData(cw, off.height);
+    for (let p = 0; p < S; p++) {
+      [store.k, store.v].forEach((side, sideIndex) => {
+        for (let hd = 0; hd < H; hd++) {
+          const row = side[hd][p], E = row.length;
+          for (let e = 0; e < E; e++) {
+            const [r, gg, b] = rgb(row[e]), x0 = sideIndex * (D * CELL + gap) + (hd * E + e) * CELL;
+            for (let dy = 0; dy < ROW - 1; dy++) {
+              for (let dx = 0; dx < CELL; dx++) {
+                const at = 4 * ((p * ROW + dy) * cw + x0 + dx);
+                img.data[at] = r; img.data[at + 1] = gg; img.data[at + 2] = b; img.data[at + 3] = 255;
+              }
+            }
+          }
+        }
+      });
+    }
+    og.putImageData(img, 0, 0);
+    g.imageSmoothingEnabled = false;
+    g.drawImage(off, xk, top);
+    g.font = `8px ${FONT}`; g.textAlign = "end";
+    for (let p = 0; p < S; p++) {
+      const y = top + p * ROW, newest = p === S - 1;
+      g.fillStyle = newest ? "#111" : "#777";
+      g.fillText(chars[p] === " " ? "␣" : chars[p], lab - 4, y + ROW - 1);
+      if (w) { g.fillStyle = "#2f6db3"; g.fillRect(xb, y, Math.max(0.5, means[p] * bars), ROW - 1); }
+      if (newest) { g.strokeStyle = "#f29d0f"; g.strokeRect(xk - 1, y - 0.5, xb - xk - gap + 2, ROW); }
+    }
+    return cv;
+  }
+
+  promptIn.value = model.get("prompt") || "";
+  promptIn.addEventListener("input", start);
+  stepBtn.addEventListener("click", () => { stop(); step(); });
+  resetBtn.addEventListener("click", start);
+  layerSel.addEventListener("change", draw);
+  playBtn.addEventListener("click", () => {
+    if (timer) return stop();
+    if (!run || run.out.length >= maxNew()) start();
+    if (!run) return;
+    playBtn.setAttribute("aria-pressed", "true"); playBtn.textContent = "\u275a\u275a pause";
+    timer = setInterval(() => { if (!step()) stop(); }, 120);
+  });
+  // From Python (or another view): a new prompt is shown and run; our own model.set of it changes nothing.
+  const onPrompt = () => { if (promptIn.value !== model.get("prompt")) { promptIn.value = model.get("prompt") || ""; start(); } };
+  const handlers = { "change:prompt": onPrompt, "change:max_new_tokens": start, "change:model": start };
+  Object.entries(handlers).forEach(([ev, f]) => model.on(ev, f));
+  try {
+    start();
+  } catch (e) {  // a model this front end cannot load: say so, and keep Python's stored continuation on show
+    run = null;
+    note.hidden = false; note.textContent = `The model could not run here: ${e.message}`;
+    text.replaceChildren(h("span", {}, model.get("prompt") || ""), h("span", { class: "attn-gen-new" }, model.get("generated") || ""));
+  }
+  return () => { stop(); Object.entries(handlers).forEach(([ev, f]) => model.off(ev, f)); };
+}
+
+export default { render };
