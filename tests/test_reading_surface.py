@@ -237,12 +237,16 @@ WIDE_ON_A_PHONE_TODAY = {
     "book/api.html": "575 px: long signatures (dt.sig) and MathJax in the docstrings",
     "genindex.html": "741 px: the index's two-column table",
 }
-# Each of the page's ``n`` explorers has drawn its content (not only its empty root).
+# Each of the page's ``n`` explorers has drawn its content, not only its empty root (the mask, attention
+# and positional explorers: their grid, tokens, point; the others: anything).
 EXPLORERS_DRAWN = """(n) => {
   const drawn = {'attn-mask-explorer': '.attn-mask-grid [data-allowed]', 'attn-head-view': '.attn-tok',
                  'attn-pe-explorer': 'circle.attn-pe-point'};
   const roots = [...document.querySelectorAll('.attn-w')];
-  return roots.length >= n && roots.every((r) => Object.entries(drawn).some(([c, s]) => r.classList.contains(c) && r.querySelector(s)));
+  return roots.length >= n && roots.every((r) => {
+    const kind = Object.keys(drawn).find((c) => r.classList.contains(c));
+    return kind ? !!r.querySelector(drawn[kind]) : r.childElementCount > 0;
+  });
 }"""
 
 
