@@ -95,7 +95,10 @@ function render({ model, el }) {
   const grid = h("div", { class: "attn-gen-grid" });
   const topList = h("ol", { class: "attn-gen-top" });
   const topCap = h("div", { class: "attn-readout" });
-  live.append(liveHead, grid, topCap, topList);
+  const legend = h("div", { class: "attn-readout" }, "Each square is one head as it reads the prompt: a row per query " +
+    "character, a column per key (darker: more weight; grey: later characters, hidden by the causal mask). " +
+    "The framed row is the query: move it with the slider or the arrow keys.");
+  live.append(liveHead, legend, grid, topCap, topList);
   root.append(note, live, text, pred, fig);
 
   let m = null, specSeen = null, run = null, timer = null, look = null, queryAtEnd = true, maps = [];
