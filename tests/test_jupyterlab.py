@@ -112,7 +112,8 @@ LIVE = {"cells": [
     {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": src}
     for src in ("import attn\nworked = attn.widgets.WorkedExampleExplorer()\nworked",
                 "tiled = attn.widgets.OnlineSoftmaxExplorer()\ntiled",
-                "worked.X[1][2], worked.is_causal, tiled.step")],
+                "worked.X[1][2], worked.is_causal, tiled.step",
+                "gen = attn.widgets.GenerationExplorer('the attention ', 20)\ngen")],
     "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     "nbformat": 4, "nbformat_minor": 5}
 
@@ -154,6 +155,17 @@ def test_live_explorers_compute_in_jupyterlab_and_send_the_edits_to_the_kernel(l
     page.locator(".attn-online button[name=next]").click()
     page.locator(".attn-online button[name=next]").click()
     assert page.locator(".attn-online .attn-step").get_attribute("data-step") == "2"
+
+    # The trained GPT reads what is typed: every layer's and head's weights and the prediction, as PyTorch.
+    page.wait_for_selector(".attn-gen-live canvas.attn-gen-map", state="attached", timeout=120_000)
+    gen = page.locator(".attn-gen-explorer").first
+    gen.locator("input[name=prompt]").fill("keys ")
+    maps = gen.locator("canvas.attn-gen-map")
+    assert gen.locator(".attn-gen-live").get_attribute("data-length") == "5" and maps.count() == 8
+    reading = attn.widgets.GenerationExplorer("keys ", 20).reading()
+    row = torch.tensor([float(x) for x in maps.last.get_attribute("data-weights").split(",")], dtype=torch.float64)
+    torch.testing.assert_close(row, reading["weights"][1, 3, 4].double(), atol=1e-5, rtol=0)  # layer 2, head 4, last query
+    assert gen.locator(".attn-gen-top li").count() == 5
 
     page.locator(".jp-Cell").nth(2).locator(".jp-InputArea-editor").click()  # the kernel reads its traits
     page.keyboard.press("Shift+Enter")
