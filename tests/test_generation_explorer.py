@@ -223,6 +223,11 @@ def test_browser_typed_prompt_shows_every_layer_and_heads_weights_and_the_predic
     assert_live_equals_pytorch(page, explorer, "a cache of keys, ", 3)
     page.fill(".attn-gen-explorer input[name=prompt]", "a cache")  # a shorter prompt keeps the chosen query
     assert_live_equals_pytorch(page, explorer, "a cache", 3)
+    page.focus(".attn-gen-explorer input[name=query]")
+    page.keyboard.press("End")  # back to the last character: the query follows the end again
+    assert live_shown(page)["query"] == 6
+    page.evaluate("window.attnWidgets.models.get('w0').set('prompt', 'queries, ')")  # set from a kernel
+    assert_live_equals_pytorch(page, explorer, "queries, ", 8)
     explorer.prompt = "the attention "
 
 
