@@ -164,15 +164,20 @@ def site_server(built_site):
     server.shutdown()
 
 
-def serve_like_pages(built_site: pathlib.Path):
-    """Serve the built site on 127.0.0.1 the way GitHub Pages does: under /attn-book/, gzip for
-    text files when the browser accepts it, and 404.html (status 404) for a missing page.
+def serve_like_pages(built_site: pathlib.Path, prefix: str = SITE_PREFIX):
+    """Serve the built site on 127.0.0.1 the way GitHub Pages does: under ``prefix`` (/attn-book/; ""
+    for a host's root, as a custom domain or a local server serves it), gzip for text files when the
+    browser accepts it, and 404.html (status 404) for a missing page.
     Returns the running server and the site's base URL."""
     import gzip
     import http.server
     import mimetypes
     import threading
     import urllib.parse
+
+    # Each file is compressed once per version (many pages load the same scripts and style sheets;
+    # a page is written into the site by some tests, hence the version in the key).
+    compressed: dict[tuple, bytes] = {}
 
     class Pages(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -181,19 +186,23 @@ def serve_like_pages(built_site: pathlib.Path):
         def do_GET(self):
             path = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path)
             status, file = 404, built_site / "404.html"
-            if path.startswith(SITE_PREFIX + "/") or path == SITE_PREFIX:
-                rel = path[len(SITE_PREFIX):].lstrip("/")
+            if path.startswith(prefix + "/") or path == prefix:
+                rel = path[len(prefix):].lstrip("/")
                 target = (built_site / rel).resolve()
                 if target.is_dir():
                     target = target / "index.html"
                 if target.is_file() and built_site.resolve() in target.parents:
                     status, file = 200, target
+            st = file.stat()  # before reading: a file rewritten meanwhile is compressed again next time
             body = file.read_bytes()
             kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
             self.send_response(status)
             self.send_header("Content-Type", kind)
             if file.suffix in COMPRESSIBLE and "gzip" in self.headers.get("Accept-Encoding", ""):
-                body = gzip.compress(body, 6)
+                key = (str(file), st.st_mtime_ns, st.st_size)
+                if key not in compressed:
+                    compressed[key] = gzip.compress(body, 6)
+                body = compressed[key]
                 self.send_header("Content-Encoding", "gzip")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -201,7 +210,7 @@ def serve_like_pages(built_site: pathlib.Path):
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}{SITE_PREFIX}"
+    return server, f"http://127.0.0.1:{server.server_address[1]}{prefix}"
 
 
 @pytest.fixture(scope="session")

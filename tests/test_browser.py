@@ -49,6 +49,18 @@ def _mask_page(watch, path="book/explorers.html"):
     return page, page.locator(".attn-mask-explorer").first
 
 
+@pytest.fixture(scope="module")
+def explorers(browser, site_server):
+    """The explorers page, loaded once for the tests that set the controls they check and read back
+    (the six mask kinds) or only look (the screenshots); page errors are collected over all of them."""
+    from conftest import PageWatch
+
+    w = PageWatch(browser, site_server)
+    _mask_page(w)
+    yield w
+    w.close()
+
+
 def _grid(root) -> torch.Tensor:
     L, S = int(root.get_attribute("data-l")), int(root.get_attribute("data-s"))
     cells = root.locator(".attn-mask-grid [data-allowed]").evaluate_all(
@@ -81,18 +93,22 @@ def _controls(root) -> dict:
     return kw
 
 
-@pytest.mark.parametrize("kind", ["causal", "sliding_window", "dilated", "local_global", "bigbird", "prefix_lm"])
-def test_mask_explorer_grid_equals_attn_masks_after_using_its_controls(watch, kind):
-    page, root = _mask_page(watch)
+# Each kind with its own length, so that every test changes the shared page's kind and length.
+KINDS = {"causal": 9, "sliding_window": 10, "dilated": 11, "local_global": 12, "bigbird": 13, "prefix_lm": 14}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_mask_explorer_grid_equals_attn_masks_after_using_its_controls(explorers, kind):
+    root = explorers.page.locator(".attn-mask-explorer").first
     root.locator("select[name=kind]").select_option(kind)
     assert root.get_attribute("data-kind") == kind
-    _set_range(root, "L", 11)
-    assert root.get_attribute("data-l") == "11"
+    _set_range(root, "L", KINDS[kind])
+    assert root.get_attribute("data-l") == str(KINDS[kind])
     kw = _controls(root)
     expected = MaskExplorer(**{k: v for k, v in kw.items() if k != "kind"} | {"kind": kind}).mask()
     assert torch.equal(_grid(root), expected), kw
     assert float(root.get_attribute("data-density")) == pytest.approx(expected.float().mean().item(), abs=1e-3)
-    assert _errors(watch) == [] and watch.offhost == []
+    assert _errors(explorers) == [] and explorers.offhost == []
 
 
 def test_mask_explorer_in_the_chapter_matches_causal_plus_padding_and_marks_empty_rows(watch):
@@ -121,9 +137,10 @@ HOSTILE_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "
 
 
 def _page_showing_tokens(built_site, tokens) -> str:
-    """Write a copy of the explorers page whose AttentionExplorer shows ``tokens``: its saved widget state is
+    """A copy of the explorers page whose AttentionExplorer shows ``tokens``: its saved widget state is
     rewritten as the build writes it (JSON, then _ext/attn_book.py's sanitize_script_content), so the tokens
-    take the same path into the page as a chapter's would. Returns the copy's path in the site."""
+    take the same path into the page as a chapter's would. Returns the page's HTML (served from memory, not
+    written into the built site, which the passes over every page walk at the same time)."""
     import sys
 
     from conftest import ROOT
@@ -140,25 +157,21 @@ def _page_showing_tokens(built_site, tokens) -> str:
     n, H = len(tokens), model["weights"]["shape"][1]
     view = AttentionExplorer(tokens, torch.softmax(torch.randn(1, H, n, n), -1))
     model.update(tokens=view.tokens, key_tokens=view.key_tokens, weights=view.weights, query=-1)
-    path = "book/explorers-tokens-test.html"
-    (built_site / path).write_text(html[:m.start(1)] + sanitize_script_content(json.dumps(state)) + html[m.end(1):])
-    return path
+    return html[:m.start(1)] + sanitize_script_content(json.dumps(state)) + html[m.end(1):]
 
 
 def test_tokens_that_look_like_html_are_shown_as_text_and_never_run(built_site, watch):
-    path = _page_showing_tokens(built_site, HOSTILE_TOKENS)
-    try:
-        page = watch.goto(path)
-        page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
-        view = page.locator(".attn-head-view").first
-        titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
-        assert titles == [f"query {i}: {t}" for i, t in enumerate(HOSTILE_TOKENS)]
-        assert view.locator("img, script").count() == 0
-        assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
-        assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
-        assert _errors(watch) == []
-    finally:
-        (built_site / path).unlink()
+    html, path = _page_showing_tokens(built_site, HOSTILE_TOKENS), "book/explorers-tokens-test.html"
+    watch.page.route(f"{watch.base}/{path}", lambda r: r.fulfill(body=html, content_type="text/html"))
+    page = watch.goto(path)
+    page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
+    view = page.locator(".attn-head-view").first
+    titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert titles == [f"query {i}: {t}" for i, t in enumerate(HOSTILE_TOKENS)]
+    assert view.locator("img, script").count() == 0
+    assert page.evaluate("document.querySelectorAll('img[src=\"x\"]').length") == 0
+    assert not any(e.startswith("dialog") for e in watch.errors), "a token was executed"
+    assert _errors(watch) == []
 
 
 def test_attention_explorer_heads_view_and_hover_respond_without_a_kernel(watch):
@@ -207,10 +220,10 @@ def test_positional_explorer_point_follows_the_position_slider(watch):
 # --- pictures and budgets -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("selector", [".attn-mask-explorer", ".attn-head-view", ".attn-pe-explorer"])
-def test_explorer_screenshots_are_not_blank(watch, selector):
+def test_explorer_screenshots_are_not_blank(explorers, selector):
     from PIL import Image
 
-    page = watch.goto("book/explorers.html")
+    page = explorers.page
     page.wait_for_selector(selector, timeout=20000)
     png = page.locator(selector).first.screenshot()
     img = Image.open(io.BytesIO(png)).convert("L")

@@ -20,7 +20,8 @@ def _run(code: str) -> str:
 
 def test_import_attn_adds_at_most_0_2_s_to_a_warm_import_torch():
     # CPU time of the process, not wall time: a loaded machine delays the import but does not make
-    # it use more CPU. The best of two runs, after one that warms the file cache.
+    # it use more CPU. The best of two runs; torch's files are in the file cache already (this test
+    # process imported torch: tests/conftest.py), and the best of two takes the warmer run anyway.
     code = """
 import json, time
 import torch
@@ -28,7 +29,7 @@ wall, cpu = time.perf_counter(), time.process_time()
 import attn
 print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu]))
 """
-    runs = [json.loads(_run(code)) for _ in range(3)][1:]
+    runs = [json.loads(_run(code)) for _ in range(2)]
     cpu = min(r[1] for r in runs)
     assert cpu < BUDGET_S, f"import attn took {cpu:.3f} s of CPU on top of import torch (wall: {runs})"
 

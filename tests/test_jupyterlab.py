@@ -66,7 +66,12 @@ def lab(root, tmp_path_factory, browser):  # noqa: ARG001 (browser: skips Lab wh
 
 
 def test_explorers_render_and_respond_live_in_jupyterlab(root, lab, browser):
+    """The explorers chapter run in Lab: the replaying explorers respond, the live ones compute typed
+    numbers in the page (equal to attn) and their edits reach the kernel's traits."""
+    import torch
     from conftest import PageWatch
+
+    import attn
 
     w = PageWatch(browser, lab)
     page = w.page
@@ -97,64 +102,24 @@ def test_explorers_render_and_respond_live_in_jupyterlab(root, lab, browser):
         " el.dispatchEvent(new Event('change', {bubbles: true})); }")
     assert pe.get_attribute("data-position") == "5"
 
-    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=120_000)
-    # Errors shown on purpose are in cells tagged raises-exception; any other error output fails.
-    nb = json.loads((root / "book/explorers.ipynb").read_text())
-    expected = sum("raises-exception" in c["metadata"].get("tags", []) for c in nb["cells"])
-    shown = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-    assert shown.count() == expected, shown.all_inner_texts()
-    assert w.errors == [], w.errors
-    assert w.offhost == [], w.offhost
-    w.close()
-
-
-LIVE = {"cells": [
-    {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": src}
-    for src in ("import attn\nworked = attn.widgets.WorkedExampleExplorer()\nworked",
-                "tiled = attn.widgets.OnlineSoftmaxExplorer()\ntiled",
-                "worked.X[1][2], worked.is_causal, tiled.step",
-                "gen = attn.widgets.GenerationExplorer('the attention ', 20)\ngen")],
-    "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-    "nbformat": 4, "nbformat_minor": 5}
-
-
-def test_live_explorers_compute_in_jupyterlab_and_send_the_edits_to_the_kernel(lab, browser):
-    """The worked example and the online softmax in Lab: typed numbers are computed in the page (the
-    same module as on the site), and the edits reach the kernel's traits."""
-    import torch
-    from conftest import PageWatch
-
-    import attn
-
-    req = urllib.request.Request(f"{lab}/api/contents/live.ipynb?token={TOKEN}", method="PUT",
-                                 data=json.dumps({"type": "notebook", "content": LIVE}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    urllib.request.urlopen(req, timeout=30)
-    w = PageWatch(browser, lab)
-    page = w.page
-    page.set_default_timeout(60_000)
-    page.goto(f"{lab}/lab/workspaces/live/tree/live.ipynb?token={TOKEN}&reset")  # not the first test's tabs
-    page.wait_for_selector(".jp-Notebook .jp-Cell", state="attached")
-    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=90_000)
-    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    # The live explorers compute in the page (the module the site uses), and edits reach the kernel.
     page.wait_for_selector(".attn-worked span[data-name=out]", state="attached", timeout=120_000)
     page.wait_for_selector(".attn-online .attn-step", state="attached", timeout=120_000)
-    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=120_000)
-
     page.fill(".attn-worked input[name=X][data-i='1'][data-j='2']", "-1.5")
     page.locator(".attn-worked input[name=is_causal]").check()
     X = attn.teaching.worked_example()["X"]
     X[1, 2] = -1.5
     ref = attn.widgets.WorkedExampleExplorer(X, is_causal=True).result()["out"]
-    cells = page.eval_on_selector_all(".attn-worked span[data-name=out]", "cs => cs.map(c => [+c.dataset.i, +c.dataset.j, +c.dataset.value])")
+    cells = page.eval_on_selector_all(".attn-worked span[data-name=out]",
+                                      "cs => cs.map(c => [+c.dataset.i, +c.dataset.j, +c.dataset.value])")
     shown = torch.zeros_like(ref)
     for i, j, v in cells:
         shown[i, j] = v
     torch.testing.assert_close(shown, ref, atol=1e-6, rtol=0)
+    step = page.locator(".attn-online .attn-step")
+    first = int(step.get_attribute("data-step"))
     page.locator(".attn-online button[name=next]").click()
-    page.locator(".attn-online button[name=next]").click()
-    assert page.locator(".attn-online .attn-step").get_attribute("data-step") == "2"
+    assert int(step.get_attribute("data-step")) == first + 1
 
     # The trained GPT reads what is typed: every layer's and head's weights and the prediction, as PyTorch.
     page.wait_for_selector(".attn-gen-live canvas.attn-gen-map", state="attached", timeout=120_000)
@@ -167,9 +132,21 @@ def test_live_explorers_compute_in_jupyterlab_and_send_the_edits_to_the_kernel(l
     torch.testing.assert_close(row, reading["weights"][1, 3, 4].double(), atol=1e-5, rtol=0)  # layer 2, head 4, last query
     assert gen.locator(".attn-gen-top li").count() == 5
 
-    page.locator(".jp-Cell").nth(2).locator(".jp-InputArea-editor").click()  # the kernel reads its traits
+    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=120_000)
+    page.locator(".jp-Cell").last.click()  # a new cell at the end reads the kernel's traits
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.keyboard.press("Enter")
+    page.keyboard.type("worked.X[1][2], worked.is_causal, tiled.step")
     page.keyboard.press("Shift+Enter")
-    page.wait_for_selector(".jp-Cell >> nth=2 >> .jp-OutputArea-output >> text=(-1.5, True, 2)", timeout=60_000)
+    page.wait_for_selector(f".jp-OutputArea-output >> text=(-1.5, True, {first + 1})", timeout=60_000)
+
+    page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=120_000)
+    # Errors shown on purpose are in cells tagged raises-exception; any other error output fails.
+    nb = json.loads((root / "book/explorers.ipynb").read_text())
+    expected = sum("raises-exception" in c["metadata"].get("tags", []) for c in nb["cells"])
+    shown = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
+    assert shown.count() == expected, shown.all_inner_texts()
     assert w.errors == [], w.errors
     assert w.offhost == [], w.offhost
     w.close()

@@ -13,12 +13,11 @@ import pytest
 import torch
 
 import attn.viz as viz
-from conftest import ROOT
+from conftest import ROOT, PageWatch, serve_like_pages
+from test_mobile import PHONE, PHONE_CONTEXT, assert_fits_the_phone, phone_show
 
 sys.path.insert(0, str(ROOT / "_ext"))
 import attn_book  # noqa: E402 (the book's Sphinx extension, from _ext/)
-
-PHONE = {"width": 390, "height": 844}
 
 
 def _pages(built_site) -> list[str]:
@@ -197,32 +196,12 @@ def test_index_redirects_to_the_first_chapter_and_links_it_for_browsers_that_do_
 
 def test_404_page_finds_its_styles_at_the_site_root_too(built_site, browser):
     """Served at a host's root (a custom domain, a local server), the 404 page loads its style sheets."""
-    import http.server
-    import threading
-
-    class Root(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *a, **kw):
-            super().__init__(*a, directory=str(built_site), **kw)
-
-        def log_message(self, *args):
-            pass
-
-        def send_error(self, *args, **kwargs):  # noqa: ARG002 (every error here is a missing file)
-            body = (built_site / "404.html").read_bytes()
-            self.send_response(404)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Root)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server, base = serve_like_pages(built_site, prefix="")
     context = browser.new_context()
     failed = []
     try:
         page = context.new_page()
         page.on("response", lambda r: r.status >= 400 and failed.append(r.url))
-        base = f"http://127.0.0.1:{server.server_address[1]}"
         response = page.goto(f"{base}/book/deep/no-such-page.html", wait_until="networkidle")
         assert response.status == 404
         assert failed == [f"{base}/book/deep/no-such-page.html"], failed
@@ -245,41 +224,78 @@ def test_the_page_reached_from_search_highlights_the_searched_word(watch):
     assert all(bg not in ("rgba(0, 0, 0, 0)", "transparent") for _, bg in marks)
 
 
-def test_every_page_on_a_phone_sets_tables_apart_and_logs_no_console_warning(built_site, browser, site_server):
-    """One pass over every page at 390 px (the desktop width's pass is tests/test_browser.py's):
-    - strict: no console warning or error, nothing thrown (404 aside, whose own status is its point);
-      explorer pages are given time to render their widgets;
+# What reaches past a phone's screen in the article, outside the boxes that may scroll sideways on their own
+# (figures, tables in the theme's or myst-nb's scrolling box, code, maths, outputs).
+WIDENING = """() => [...document.querySelectorAll('.bd-article *')]
+  .filter((n) => n.getBoundingClientRect().right > window.innerWidth + 0.5
+                 && !n.closest('.attn-figure, .table-wrapper, .pst-scrollable-table-container, pre, mjx-container, .MathJax, .cell_output, .highlight'))
+  .map((n) => n.tagName + ' ' + (n.textContent || '').trim().slice(0, 40)).slice(0, 5)"""
+# Pages wider than a phone's screen today, found when this pass took over test_mobile's walk of three pages
+# (the page scrolls sideways at 390 px): each stays listed only while it is still too wide (the pass then
+# fails and asks to remove it), so that a fix is checked from then on like every other page.
+WIDE_ON_A_PHONE_TODAY = {
+    "book/api.html": "496 px: MathJax's hidden MathML of the docstrings' formulas (signatures wrap now)",
+}
+# Each of the page's ``n`` explorers has drawn its content, not only its empty root (the mask, attention
+# and positional explorers: their grid, tokens, point; the others: anything).
+EXPLORERS_DRAWN = """(n) => {
+  const drawn = {'attn-mask-explorer': '.attn-mask-grid [data-allowed]', 'attn-head-view': '.attn-tok',
+                 'attn-pe-explorer': 'circle.attn-pe-point'};
+  const roots = [...document.querySelectorAll('.attn-w')];
+  return roots.length >= n && roots.every((r) => {
+    const kind = Object.keys(drawn).find((c) => r.classList.contains(c));
+    return kind ? !!r.querySelector(drawn[kind]) : r.childElementCount > 0;
+  });
+}"""
+
+
+def test_every_page_on_a_phone_fits_the_screen_sets_tables_apart_and_logs_no_console_warning(built_site, browser, site_server):
+    """The one pass over every page at a phone's width (390 px, touch, 2x pixels: test_mobile's PHONE_CONTEXT;
+    the desktop width's pass is tests/test_browser.py's), one load per page:
+    - strict: no console warning or error, nothing thrown, no request to another host, no failed request
+      (404 aside, whose own status is its point); explorer pages are given time to draw their explorers;
+    - the page no wider than the screen, and nothing in the article reaching past it outside the boxes
+      that scroll sideways on their own (figures, tables, code, maths, outputs);
+    - every explorer fits the phone (test_mobile.assert_fits_the_phone: its box on the screen, its labels
+      inside its figures, a figure wider than the screen scrolls in its own box with a visible cue, no
+      control cut off);
     - tables: no two cells' text closer than 8 px (side by side in a row, or one above the other in a
       column), in every table; cells of number columns right-aligned in tabular figures; no table
       widens the page."""
-    context = browser.new_context(viewport=PHONE)
-    page = context.new_page()
-    messages: list[str] = []
-    page.on("console", lambda m: m.type in ("warning", "error") and messages.append(f"{m.type}: {m.text}"))
-    page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(site_server) else r.abort())
-    found, seen, numbers = [], 0, 0
+    w = PageWatch(browser, site_server, **PHONE_CONTEXT)
+    found, seen, numbers, explorers = [], 0, 0, 0
     try:
         for path in _pages(built_site):
             if path == "404.html":
                 continue
-            messages.clear()
-            page.goto(f"{site_server}/{path}", wait_until="networkidle")
-            if "widget-state+json" in (built_site / path).read_text():
-                page.wait_for_selector(".attn-w", timeout=20000)
+            for got in (w.errors, w.warnings, w.offhost, w.failed):
+                got.clear()
+            page = w.goto(path)
+            views = (built_site / path).read_text().count("application/vnd.jupyter.widget-view+json")
+            if views:
+                page.wait_for_function(EXPLORERS_DRAWN, arg=views, timeout=20000)
             page.wait_for_timeout(200)
-            found += [f"{path}: {m}" for m in messages]
+            found += [f"{path}: {m}" for m in w.errors + w.warnings + [f"off-host {u}" for u in w.offhost]
+                      + [f"failed {u}" for u in w.failed]]
             if path == "index.html":
                 continue  # the redirect to the first chapter
+            width, wide = page.evaluate("document.documentElement.scrollWidth"), page.evaluate(WIDENING)
+            if path in WIDE_ON_A_PHONE_TODAY:
+                assert width > PHONE["width"], f"{path} fits a phone now: remove it from WIDE_ON_A_PHONE_TODAY"
+            else:
+                assert width <= PHONE["width"] and wide == [], f"{path}: {width} px wide on a 390 px screen; past it: {wide}"
+            if views:
+                explorers += len(assert_fits_the_phone(page, expect_explorers=views)["explorers"])
             got = page.evaluate(TABLE_GAPS)
             assert got["close"] == [], f"{path}: cells closer than 8 px (text, where, px): {got['close'][:5]}"
             assert got["numsRight"] and got["numsTabular"], path
             assert got["wide"] == [], f"{path}: tables that widen the page: {got['wide']}"
             seen, numbers = seen + got["tables"], numbers + got["nums"]
     finally:
-        context.close()
-    assert found == []
+        w.close()
+    assert found == [], found
     assert seen >= 50 and numbers >= 200, (seen, numbers)
+    assert explorers >= 10, explorers
 
 
 CONTRAST = """() => {
@@ -305,8 +321,6 @@ CONTRAST = """() => {
 def test_explorer_axis_text_has_at_least_4_5_to_1_contrast(browser):
     """Tick labels, axis names and other grey text of the three explorers (text in a head's colour aside), rendered from the package's current front ends (the
     site's copies are the chapters' saved widget state, refreshed by `make execute`), on the explorers' white."""
-    from test_mobile import phone_show
-
     from attn.widgets import AttentionExplorer, MaskExplorer, PositionalEncodingExplorer
 
     weights = torch.softmax(torch.randn(1, 2, 6, 6, generator=torch.Generator().manual_seed(0)), -1)
