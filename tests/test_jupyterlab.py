@@ -121,6 +121,17 @@ def test_explorers_render_and_respond_live_in_jupyterlab(root, lab, browser):
     page.locator(".attn-online button[name=next]").click()
     assert int(step.get_attribute("data-step")) == first + 1
 
+    # The trained GPT reads what is typed: every layer's and head's weights and the prediction, as PyTorch.
+    page.wait_for_selector(".attn-gen-live canvas.attn-gen-map", state="attached", timeout=120_000)
+    gen = page.locator(".attn-gen-explorer").first
+    gen.locator("input[name=prompt]").fill("keys ")
+    maps = gen.locator("canvas.attn-gen-map")
+    assert gen.locator(".attn-gen-live").get_attribute("data-length") == "5" and maps.count() == 8
+    reading = attn.widgets.GenerationExplorer("keys ", 20).reading()
+    row = torch.tensor([float(x) for x in maps.last.get_attribute("data-weights").split(",")], dtype=torch.float64)
+    torch.testing.assert_close(row, reading["weights"][1, 3, 4].double(), atol=1e-5, rtol=0)  # layer 2, head 4, last query
+    assert gen.locator(".attn-gen-top li").count() == 5
+
     page.wait_for_selector("#jp-main-statusbar >> text=Idle", timeout=120_000)
     page.locator(".jp-Cell").last.click()  # a new cell at the end reads the kernel's traits
     page.keyboard.press("Escape")

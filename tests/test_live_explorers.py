@@ -404,6 +404,25 @@ def test_browser_online_softmax_bad_input_shows_a_message_and_breaks_nothing(sit
     assert not message.is_visible()
 
 
+# One edit's first response: the input event, the recomputation, the new numbers in the DOM and laid
+# out (offsetHeight forces the layout); and, apart, until the second animation frame after it (painted;
+# frames also wait on the compositor, so that one is noisier on a loaded machine). Called with
+# [selector of the input, the values typed one after the other]; returns [sync ms, painted ms].
+FIRST_RESPONSE = """async ([sel, values]) => {
+  const input = document.querySelector(sel), root = input.closest(".attn-w"), sync = [], frame = [];
+  for (const v of values) {
+    const t0 = performance.now();
+    input.value = v;
+    input.dispatchEvent(new Event("input", { bubbles: true }));
+    void root.offsetHeight;
+    sync.push(performance.now() - t0);
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    frame.push(performance.now() - t0);
+  }
+  return [sync, frame];
+}"""
+
+
 def test_browser_live_explorers_fit_390_px_and_answer_an_edit_within_100_ms_at_4x_cpu_throttle(site):
     from test_mobile import assert_fits_the_phone  # the phone rules the site's explorers meet
 
@@ -414,25 +433,9 @@ def test_browser_live_explorers_fit_390_px_and_answer_an_edit_within_100_ms_at_4
     page.fill(".attn-online input[name=scores]", "1, 3, 0, 2, 5, 1, 4, 2")
     cdp = page.context.new_cdp_session(page)
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
-    # One edit's first response: the input event, the recomputation, the new numbers in the DOM and laid
-    # out (offsetHeight forces the layout); and, apart, until the second animation frame after it
-    # (painted; frames also wait on the compositor, so that one is noisier on a loaded machine).
-    measure = """async ([sel, values]) => {
-      const input = document.querySelector(sel), root = input.closest(".attn-live"), sync = [], frame = [];
-      for (const v of values) {
-        const t0 = performance.now();
-        input.value = v;
-        input.dispatchEvent(new Event("input", { bubbles: true }));
-        void root.offsetHeight;
-        sync.push(performance.now() - t0);
-        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-        frame.push(performance.now() - t0);
-      }
-      return [sync, frame];
-    }"""
     edits = [str(x) for x in (1.5, -2, 3.25, 0, 4, 0.5, 2, 1, 2.5, -1, 1)]
-    worked = page.evaluate(measure, [".attn-worked input[name=X][data-i='2'][data-j='1']", edits])
-    online = page.evaluate(measure, [".attn-online input[name=scores]", [f"1, 3, 0, {x}, 5, 1, 4, 2" for x in edits]])
+    worked = page.evaluate(FIRST_RESPONSE, [".attn-worked input[name=X][data-i='2'][data-j='1']", edits])
+    online = page.evaluate(FIRST_RESPONSE, [".attn-online input[name=scores]", [f"1, 3, 0, {x}, 5, 1, 4, 2" for x in edits]])
     cdp.send("Emulation.setCPUThrottlingRate", {"rate": 1})
     median = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     print(f"\nfirst response to an edit at 4x CPU throttle, median (max) ms: worked example {median(worked[0]):.1f} "

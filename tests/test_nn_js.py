@@ -248,6 +248,22 @@ def test_js_runs_the_trained_gpt_checkpoint_as_pytorch_does():
     assert spec["vocab"] == vocab.itos
 
 
+def test_js_cache_cut_back_after_an_edit_then_run_on_equals_the_full_pass_of_the_edited_tokens():
+    """truncateCache: in a causal model the positions before an edit stay; the rest runs with the cache."""
+    tokens, edited = [2, 7, 1, 8, 2, 8, 1, 8, 2, 8], [2, 7, 1, 9, 9, 3]  # the same first 3, then different
+    calls = []
+    for positional in POSITIONAL:
+        spec = model_state(seeded_model(positional, is_causal=True, norm_first=True, seed=2))
+        calls += [{"fn": "runEdited", "args": [spec, tokens, 3, edited[3:]]}, {"fn": "runModel", "args": [spec, edited]}]
+    calls.append({"fn": "runEdited", "args": [spec, tokens, 11, [3]], "catches": True})
+    got = call_nn(calls)
+    for n, positional in enumerate(POSITIONAL):
+        part, full = got[2 * n : 2 * n + 2]
+        assert_close(t64(part["logits"]), t64(full["logits"])[3:], atol=1e-12, rtol=0, msg=positional)
+        assert_close(js_weights(part), js_weights(full)[:, :, 3:], atol=1e-14, rtol=0, msg=positional)
+    assert "length must be an integer from 0 to the cached 10 positions, got 11" in got[-1]["error"]
+
+
 def test_bad_input_to_the_model_throws_an_error_naming_the_argument():
     spec = checkpoint_state("gpt")
     ok = list(range(3, 13))

@@ -304,6 +304,18 @@ export function newCache(model) {
     k: Array.from({ length: num_heads }, () => []), v: Array.from({ length: num_heads }, () => []) })) };
 }
 
+/**
+ * Forget the cached positions from `length` on (in place; returns the cache). In a causal model the
+ * positions before an edit do not change, so an explorer keeps them and runs forward on the rest only.
+ */
+export function truncateCache(cache, length) {
+  need(Number.isInteger(length) && length >= 0 && length <= cache.length,
+    `length must be an integer from 0 to the cached ${cache.length} positions, got ${length}`);
+  for (const store of cache.layers) for (const side of [store.k, store.v]) for (const head of side) head.length = length;
+  cache.length = length;
+  return cache;
+}
+
 function checkTokens(model, tokens, offset, name) {
   const { vocab_size: V, max_len } = model.config;
   need(Array.isArray(tokens) && tokens.length > 0, `${name} must be a non-empty array of token ids, got ${Array.isArray(tokens) ? "[]" : typeof tokens}`);
@@ -447,6 +459,13 @@ export function runCached(spec, tokens, chunks) {
     at += n;
   }
   return { full: forward(model, tokens), cached };
+}
+
+/** For tests: a cached pass over `tokens`, cut back to `keep` positions, then `rest` (an edit after `keep`). */
+export function runEdited(spec, tokens, keep, rest) {
+  const model = loadModel(spec), cache = newCache(model);
+  forward(model, tokens, { cache });
+  return forward(model, rest, { cache: truncateCache(cache, keep) });
 }
 
 export function runGenerate(spec, prompt, maxNewTokens, options = {}) {

@@ -35,6 +35,44 @@ export function continuation(spec, prompt, maxNew) {
   return out.join("");
 }
 
+/**
+ * The model reading `prompt`: every layer's and head's attention weights [layer][head] (rows: one per
+ * query, query i's row has the i + 1 keys it may see) and, after each position, the probabilities of
+ * the next character (P, V). `before` (a previous reading of this model) is reused as far as the two
+ * prompts agree: the model is causal, so those positions are unchanged, and only the characters from
+ * the first difference on go through the model, with the KV cache (typing at the end: one character).
+ * Tests compare the result (and the page's data attributes) with PyTorch's full pass.
+ */
+export function reading(m, prompt, before = null) {
+  const ids = encodeText(m, prompt), { num_layers: L, num_heads: H } = m.config;
+  let keep = 0;
+  if (before && before.model === m) while (keep < before.ids.length && keep < ids.length && before.ids[keep] === ids[keep]) keep++;
+  const look = keep ? before : { model: m, cache: newCache(m), attention: Array.from({ length: L }, () => Array.from({ length: H }, () => [])), probs: [] };
+  truncateCache(look.cache, keep);
+  look.attention.forEach((heads) => heads.forEach((rows) => { rows.length = keep; }));
+  look.probs.length = keep;
+  if (ids.length > keep) {
+    const r = forward(m, ids.slice(keep), { cache: look.cache });
+    r.attention.forEach((heads, l) => heads.forEach((w, hd) => look.attention[l][hd].push(...w.map((row, i) => row.slice(0, keep + 1 + i)))));
+    look.probs.push(...r.logits.map(softmaxRow));
+  }
+  return Object.assign(look, { ids, chars: [...prompt] });
+}
+
+/** For tests under node: reading() from the model's JSON, each query's row padded with zeros to P keys. */
+export function readPrompt(spec, prompt, edits = []) {
+  const m = loadModel(spec);
+  let look = null;
+  for (const p of [...edits, prompt]) look = reading(m, p, look);
+  const P = look.ids.length, pad = (row) => row.concat(new Array(P - row.length).fill(0));
+  return { attention: look.attention.map((heads) => heads.map((rows) => rows.map(pad))), probs: look.probs };
+}
+
+/** The k most likely ids of a probability row, most likely first: [[p, id], ...]. */
+function topK(probs, k) {
+  return probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).slice(0, k);
+}
+
 function render({ model, el }) {
   const root = h("div", { class: "attn-w attn-gen-explorer" });
   el.append(root);
@@ -49,9 +87,21 @@ function render({ model, el }) {
   const text = h("div", { class: "attn-gen-text", "aria-live": "polite" });
   const pred = h("div", { class: "attn-readout attn-gen-pred" });
   const fig = h("div", { class: "attn-figure" });
-  root.append(note, text, pred, fig);
+  // The live view: the typed prompt read by the model at once, every layer and head, and its prediction.
+  const querySel = h("input", { type: "range", name: "query", min: 0, max: 0, step: 1, value: 0 });
+  const queryOut = h("output", { class: "attn-gen-query" });
+  const live = h("section", { class: "attn-gen-live", "aria-label": "the prompt's attention, every layer and head" });
+  const liveHead = h("div", { class: "attn-controls" }, labelled("query", "query", querySel, queryOut));
+  const grid = h("div", { class: "attn-gen-grid" });
+  const topList = h("ol", { class: "attn-gen-top" });
+  const topCap = h("div", { class: "attn-readout" });
+  const legend = h("div", { class: "attn-readout" }, "Each square is one head as it reads the prompt: a row per query " +
+    "character, a column per key (darker: more weight; grey: later characters, hidden by the causal mask). " +
+    "The framed row is the query: move it with the slider or the arrow keys.");
+  live.append(liveHead, legend, grid, topCap, topList);
+  root.append(note, live, text, pred, fig);
 
-  let m = null, specSeen = null, run = null, timer = null;
+  let m = null, specSeen = null, run = null, timer = null, look = null, queryAtEnd = true, maps = [];
   const modelOf = () => {
     const spec = model.get("model");
     if (spec !== specSeen) { m = loadModel(spec); specSeen = spec; }
@@ -70,10 +120,89 @@ function render({ model, el }) {
     const mm = modelOf(), prompt = promptIn.value, problem = promptProblem(mm.vocab, mm.config.max_len, prompt, maxNew());
     note.hidden = !problem; note.textContent = problem;
     root.dataset.valid = String(!problem);
-    if (problem) { run = null; draw(); return; }
+    if (problem) { run = null; live.dataset.state = "invalid"; draw(); return; }
     if (prompt !== model.get("prompt")) { model.set("prompt", prompt); model.save_changes(); }
     run = { ids: encodeText(mm, prompt), cache: newCache(mm), out: [], probs: null, weights: null, P: [...prompt].length };
+    look = reading(mm, prompt, look);
+    const P = look.chars.length, q = parseInt(querySel.value, 10);
+    querySel.max = String(P - 1);
+    querySel.value = String(queryAtEnd || !(q < P) ? P - 1 : q);
+    live.dataset.state = "ok";
+    drawLive();
     draw();
+  }
+
+  /**
+   * Every layer's and head's weights for the prompt as small heatmaps (rows: queries, columns: keys;
+   * the chosen query's row framed), and the chosen query's next-character prediction. Each heatmap
+   * carries the chosen row in full precision (data-weights), each prediction its probability
+   * (data-prob): what the browser tests compare with PyTorch.
+   */
+  function drawLive() {
+    const mm = modelOf(), { num_layers: L, num_heads: H } = mm.config, P = look.chars.length;
+    const q = parseInt(querySel.value, 10), shown = (ch) => (ch === " " ? "\u2423" : ch);
+    Object.assign(live.dataset, { query: String(q), length: String(P) });
+    queryOut.textContent = `${q + 1} of ${P}: ${JSON.stringify(look.chars[q])}`;
+    querySel.setAttribute("aria-valuetext", `position ${q + 1} of ${P}, the character ${JSON.stringify(look.chars[q])}`);
+    if (maps.length !== L * H) {  // the grid is built once; an edit redraws its canvases in place
+      maps = [];
+      const cells = [];
+      for (let l = 0; l < L; l++) {
+        cells.push(h("div", { class: "attn-gen-layer" }, `layer ${l + 1}`));
+        for (let hd = 0; hd < H; hd++) {
+          const cv = h("canvas", { class: "attn-gen-map", role: "img", "data-layer": l, "data-head": hd });
+          maps.push(cv);
+          const box = h("div", { class: "attn-gen-mapbox" }, cv, h("div", { class: "attn-gen-qrow", "aria-hidden": "true" }));
+          cells.push(h("figure", { class: "attn-gen-head" }, box, h("figcaption", {}, `head ${hd + 1}`)));
+        }
+      }
+      grid.style.gridTemplateColumns = `auto repeat(${H}, minmax(0, 1fr))`;
+      grid.replaceChildren(...cells);
+    }
+    maps.forEach((cv) => {
+      const l = +cv.dataset.layer, hd = +cv.dataset.head, W = look.attention[l][hd], row = W[q];
+      let best = 0;
+      for (let j = 1; j <= q; j++) if (row[j] > row[best]) best = j;
+      const label = `layer ${l + 1}, head ${hd + 1}: query ${JSON.stringify(look.chars[q])} attends most to ` +
+        `${JSON.stringify(look.chars[best])} at ${best + 1} (${(100 * row[best]).toFixed(0)}%)`;
+      heatmap(cv, W, q);
+      cv.dataset.weights = row.concat(new Array(P - row.length).fill(0)).join(",");  // all P keys, as PyTorch's row
+      cv.setAttribute("aria-label", label);
+      cv.setAttribute("title", label);
+    });
+    topCap.textContent = `after ${JSON.stringify(look.chars.slice(0, q + 1).join(""))} the model expects next:`;
+    const probs = look.probs[q];
+    topList.replaceChildren(...topK(probs, 5).map(([p, i]) => {
+      const ch = i > 2 ? mm.vocab[i] : SPECIAL;
+      const bar = h("span", { class: "attn-gen-bar" });
+      bar.style.width = `${(100 * p).toFixed(1)}%`;
+      return h("li", { "data-char": ch, "data-prob": String(p) },
+        h("code", {}, shown(ch)), h("span", { class: "attn-gen-barbox" }, bar), h("span", {}, `${(100 * p).toFixed(1)}%`));
+    }));
+  }
+
+  /**
+   * One head's (P, P) weights into its canvas, a pixel a weight (white 0 to blue 1; grey: future keys),
+   * scaled up by CSS without smoothing; the chosen query's row is framed by an element over it.
+   */
+  function heatmap(cv, W, q) {
+    const P = W.length;
+    if (cv.width !== P) { cv.width = P; cv.height = P; }
+    const frame = cv.nextSibling;
+    frame.style.top = `${(100 * q) / P}%`;
+    frame.style.height = `${100 / P}%`;
+    const g = cv.getContext("2d");
+    if (!g) return;
+    const img = g.createImageData(P, P), px = new Uint32Array(img.data.buffer);
+    const rgba = (r, gg, b) => ((255 << 24) | (b << 16) | (gg << 8) | r) >>> 0;  // RGBA bytes, little-endian as every browser
+    const grey = rgba(236, 236, 236);
+    for (let i = 0; i < P; i++) {
+      for (let j = 0; j < P; j++) {
+        const w = W[i][j];
+        px[i * P + j] = j > i ? grey : rgba(Math.round(255 - 222 * w), Math.round(255 - 153 * w), Math.round(255 - 83 * w));
+      }
+    }
+    g.putImageData(img, 0, 0);
   }
 
   function step() {
@@ -94,6 +223,7 @@ function render({ model, el }) {
     const shown = (id) => (id > 2 ? mm.vocab[id] : SPECIAL);
     const done = run ? run.out.length : 0;
     stepBtn.disabled = playBtn.disabled = !run || done >= maxNew();
+    live.hidden = !run;
     if (!run) {
       const stored = model.get("generated") || "";
       text.replaceChildren(h("span", {}, model.get("prompt") || ""), h("span", { class: "attn-gen-new" }, stored));
@@ -187,6 +317,10 @@ function render({ model, el }) {
   stepBtn.addEventListener("click", () => { stop(); step(); });
   resetBtn.addEventListener("click", start);
   layerSel.addEventListener("change", draw);
+  querySel.addEventListener("input", () => {
+    queryAtEnd = querySel.value === querySel.max;
+    if (look) drawLive();
+  });
   playBtn.addEventListener("click", () => {
     if (timer) return stop();
     if (!run || run.out.length >= maxNew()) start();
@@ -202,6 +336,7 @@ function render({ model, el }) {
     start();
   } catch (e) {  // a model this front end cannot load: say so, and keep Python's stored continuation on show
     run = null;
+    live.hidden = true;
     note.hidden = false; note.textContent = `The model could not run here: ${e.message}`;
     text.replaceChildren(h("span", {}, model.get("prompt") || ""), h("span", { class: "attn-gen-new" }, model.get("generated") || ""));
   }

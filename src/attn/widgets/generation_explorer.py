@@ -1,4 +1,8 @@
-"""GenerationExplorer: the book's trained GPT continues a prompt the reader types, in the page.
+"""GenerationExplorer: the book's trained GPT reads and continues a prompt the reader types, in the page.
+
+As the reader types, the page runs the prompt through the model at once and shows every layer's and
+head's attention weights (a grid of heatmaps, one query chosen from the keyboard) and the chosen
+query's next-character prediction (:meth:`GenerationExplorer.reading` is PyTorch's side of it).
 
 The model's weights travel in the synced state (``model_state``'s float16 JSON); the front end
 (``generation_explorer.js`` with ``_nn.js``) runs the forward pass itself, one new character per
@@ -79,16 +83,39 @@ class GenerationExplorer(anywidget.AnyWidget):
     def _regenerate(self, _change) -> None:
         self.generated = self.continuation()
 
-    def continuation(self) -> str:
-        """The characters PyTorch's greedy ``generate`` adds to ``prompt`` (what the page computes)."""
+    def _model(self):
+        """The trained GPT in PyTorch, loaded on first use."""
         from attn import pretraining
 
         if not hasattr(self, "_torch_model"):
             self._torch_model = pretraining.load("gpt")[0]
+        return self._torch_model
+
+    def _ids(self) -> torch.Tensor:
         stoi = {c: i for i, c in enumerate(self._vocab)}
-        ids = torch.tensor([[stoi[c] for c in self.prompt]])
-        out = self._torch_model.generate(ids, self.max_new_tokens)[0, ids.shape[1]:].tolist()
+        return torch.tensor([[stoi[c] for c in self.prompt]])  # (1, P)
+
+    def continuation(self) -> str:
+        """The characters PyTorch's greedy ``generate`` adds to ``prompt`` (what the page computes)."""
+        ids = self._ids()
+        out = self._model().generate(ids, self.max_new_tokens)[0, ids.shape[1]:].tolist()
         return "".join(self._vocab[i] if i > 2 else "\u2400" for i in out)  # a special id shows as a symbol
+
+    def reading(self) -> dict:
+        """What the page shows as the reader types: PyTorch's model reading ``prompt`` in one pass.
+
+        Returns:
+            ``{"weights": (layers, H, P, P), "probs": (P, V)}`` for the ``P`` characters of the
+            prompt: each layer's and head's attention weights (causal: zeros above the diagonal) and,
+            after each position, the probabilities of the next character (``probs[-1]`` predicts the
+            first generated one). The model is the float16 checkpoint run in float32.
+        """
+        from attn.attention import record_attention
+
+        model = self._model()
+        with torch.no_grad(), record_attention(model) as rec:
+            logits = model(self._ids())[0]  # (P, V)
+        return {"weights": torch.stack([w[0] for w in rec.values()]), "probs": torch.softmax(logits, -1)}
 
     def __repr__(self) -> str:
         return f"GenerationExplorer(prompt={self.prompt!r}, generated={self.generated!r})"
