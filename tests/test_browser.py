@@ -225,7 +225,11 @@ def test_explorer_screenshots_are_not_blank(explorers, selector):
 
     page = explorers.page
     page.wait_for_selector(selector, timeout=20000)
-    png = page.locator(selector).first.screenshot()
+    root = page.locator(selector).first
+    root.scroll_into_view_if_needed()
+    # A clip of the page where the explorer is, not Locator.screenshot: that waits for the element to
+    # hold still over two animation frames, which timed out in CI while the machine was loaded.
+    png = page.screenshot(clip=root.bounding_box())
     img = Image.open(io.BytesIO(png)).convert("L")
     colours = img.getcolors(maxcolors=1 << 16) or []
     assert img.width > 300 and img.height > 150

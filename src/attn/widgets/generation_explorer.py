@@ -111,11 +111,12 @@ class GenerationExplorer(anywidget.AnyWidget):
             first generated one). The model is the float16 checkpoint run in float32.
         """
         from attn.attention import record_attention
+        from attn.masks import masked_softmax
 
         model = self._model()
         with torch.no_grad(), record_attention(model) as rec:
             logits = model(self._ids())[0]  # (P, V)
-        return {"weights": torch.stack([w[0] for w in rec.values()]), "probs": torch.softmax(logits, -1)}
+        return {"weights": torch.stack([w[0] for w in rec.values()]), "probs": masked_softmax(logits)}
 
     def __repr__(self) -> str:
         return f"GenerationExplorer(prompt={self.prompt!r}, generated={self.generated!r})"
