@@ -153,7 +153,7 @@ def test_live_explorers_state_is_small_json_and_carries_the_shared_maths(make):
     assert (WIDGETS / "_dom.js").read_text() in state["_esm"] and (WIDGETS / "_nn.js").read_text() in state["_esm"]
 
 
-@pytest.mark.parametrize("js", ["worked_example.js", "online_softmax.js"])
+@pytest.mark.parametrize("js", ["worked_example.js", "online_softmax.js", "generation_explorer.js"])
 def test_live_modules_are_self_contained_and_never_parse_text_as_html(js):
     src = front_end(js, parts=("_dom.js", "_nn.js"))
     assert not re.search(r"^\s*import\b|\bimport\s*\(|\brequire\s*\(", src, re.M), "one self-contained module"
