@@ -63,17 +63,12 @@ def pytest_collection_modifyitems(config, items):
     each file, so each notebook with its one kernel, stays on one worker) the files are ordered
     longest first: the fresh environment, the files with site or browser tests, the notebooks by
     number of cells, then the rest; so that no long file starts last while the other worker idles.
-    Of the site and browser files, one that needs the built site comes first (its worker builds the
-    site, once, under a file lock), then those that need only Chromium, then the other site files:
-    the other workers start on work that does not wait for the build.
     (pytest-xdist's `loadgroup` cannot be used: with pytest 9.2 its group suffix is lost.)"""
     fresh = config.getoption("--fresh-env")
     skip = pytest.mark.skip(reason="needs --fresh-env (make test passes it)")
     cells: dict[str, int] = {}
     for item in items:
         cells[str(item.path)] = cells.get(str(item.path), 0) + 1
-    site_files = list(dict.fromkeys(str(item.path) for item in items
-                                    if set(getattr(item, "fixturenames", ())) & (SITE_FIXTURES - {"browser"})))
     rank: dict[str, tuple] = {}
     for i, item in enumerate(items):
         needs = set(getattr(item, "fixturenames", ()))
@@ -88,10 +83,8 @@ def pytest_collection_modifyitems(config, items):
         key = str(item.path)
         if "fresh_env" in item.keywords:
             order = (0, 0)
-        elif key in site_files:  # needs the built site: the first such file builds it
-            order = (1, 0) if key == site_files[0] else (1, 2)
-        elif needs & SITE_FIXTURES:  # Chromium without the site: runs while the site builds
-            order = (1, 1)
+        elif needs & SITE_FIXTURES:
+            order = (1, 0)
         elif item.path.suffix == ".ipynb":
             order = (2, -cells[key])
         else:
