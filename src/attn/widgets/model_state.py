@@ -10,11 +10,12 @@ computes (tests/test_nn_js.py). :func:`checkpoint_state` does it for a trained c
 
 from __future__ import annotations
 
-import base64
 import math
 
 import torch
 from torch import nn
+
+from attn.widgets._state import _b64
 
 __all__ = ["FORMAT", "checkpoint_state", "model_state"]
 
@@ -24,7 +25,7 @@ _DTYPES = {"float16": "<f2", "float32": "<f4"}
 
 def _encode_tensor(t: torch.Tensor, dtype: str) -> dict:
     a = t.detach().to("cpu", torch.float64).numpy().astype(_DTYPES[dtype])
-    return {"dtype": dtype, "shape": [int(n) for n in a.shape], "data": base64.b64encode(a.tobytes()).decode("ascii")}
+    return {"dtype": dtype, "shape": [int(n) for n in a.shape], "data": _b64(a)}
 
 
 def _positional(model) -> tuple[str, float | None, nn.Module | None]:
