@@ -78,7 +78,7 @@ def rounded(a: np.ndarray) -> list:
 QUANT_SCHEME = "uint8-row-minmax"
 
 
-def _b64(a: np.ndarray) -> str:
+def b64(a: np.ndarray) -> str:
     return base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")
 
 
@@ -96,7 +96,7 @@ def quantize_rows(a: np.ndarray) -> dict:
     lo64, span = lo.astype(np.float64)[..., None], (hi.astype(np.float64) - lo.astype(np.float64))[..., None]
     safe = np.where(span > 0, span, 1.0)
     codes = np.where(span > 0, np.rint((a - lo64) / safe * 255.0), 0.0).clip(0, 255).astype(np.uint8)
-    return {"scheme": QUANT_SCHEME, "shape": [int(n) for n in a.shape], "lo": _b64(lo), "hi": _b64(hi), "codes": _b64(codes)}
+    return {"scheme": QUANT_SCHEME, "shape": [int(n) for n in a.shape], "lo": b64(lo), "hi": b64(hi), "codes": b64(codes)}
 
 
 def dequantize_rows(q: dict) -> np.ndarray:

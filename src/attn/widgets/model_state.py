@@ -15,7 +15,7 @@ import math
 import torch
 from torch import nn
 
-from attn.widgets._state import _b64
+from attn.widgets._state import b64
 
 __all__ = ["FORMAT", "checkpoint_state", "model_state"]
 
@@ -25,7 +25,7 @@ _DTYPES = {"float16": "<f2", "float32": "<f4"}
 
 def _encode_tensor(t: torch.Tensor, dtype: str) -> dict:
     a = t.detach().to("cpu", torch.float64).numpy().astype(_DTYPES[dtype])
-    return {"dtype": dtype, "shape": [int(n) for n in a.shape], "data": _b64(a)}
+    return {"dtype": dtype, "shape": [int(n) for n in a.shape], "data": b64(a)}
 
 
 def _positional(model) -> tuple[str, float | None, nn.Module | None]:
