@@ -67,9 +67,9 @@ def test_zoo_builds_every_bug_as_the_summary_table_checks_it():
 
 
 def test_span_gives_the_range_at_the_digits_shown():
-    assert span([0.451, 0.49, 0.47]) == "0.45 to 0.49"
+    assert span([0.451, 0.49, 0.47]) == "0.45–0.49"
     assert span(torch.tensor([0.4712, 0.4731])) == "0.47"
-    assert span([1.0, 2.0], digits=0) == "1 to 2"
+    assert span([1.0, 2.0], digits=0) == "1–2"
     with pytest.raises(ValueError, match="at least one value"):
         span([])
 

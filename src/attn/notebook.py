@@ -109,13 +109,14 @@ def below(value: float, bound: float) -> str:
 
 
 def span(values, digits: int = 2) -> str:
-    """The range of ``values`` as text at ``digits`` decimals: ``"0.45 to 0.49"``, or ``"0.47"``
-    when both ends round alike (a spread over seeds, shown at the precision a table gives it)."""
+    """The range of ``values`` as text at ``digits`` decimals: ``"0.45–0.49"`` (an en dash, which reads
+    the same in the English and the Chinese prose), or ``"0.47"`` when both ends round alike (a spread
+    over seeds, shown at the precision a table gives it)."""
     values = [float(v) for v in values]
     if not values:
         raise ValueError("span needs at least one value, got none")
     lo, hi = f"{min(values):.{digits}f}", f"{max(values):.{digits}f}"
-    return lo if lo == hi else f"{lo} to {hi}"
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def _show_book_figures() -> None:
