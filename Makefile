@@ -54,9 +54,10 @@ _assets/.installed: node_modules/.installed $(VENV)/.installed scripts/assets.py
 
 setup: $(VENV)/.installed _assets/.installed
 
+# Both editions at once: English at the root of _build/html, Chinese (zh/) under _build/html/zh/ (scripts/site.py).
 book: setup
-	$(BIN)/jupyter-book build . --all -W -n --keep-going
-	@echo "Built: open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT)"
+	$(BIN)/python -m scripts.site
+	@echo "Built: open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT) (中文: /zh/)"
 
 test: setup
 	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST)

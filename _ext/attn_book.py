@@ -302,7 +302,65 @@ def keep_figure_text_readable(app, exception) -> None:
                 page.write_text(new, encoding="utf-8")
 
 
+LANGUAGE_LINK = ('<p class="attn-lang"><a href="{href}" hreflang="{hreflang}" lang="{hreflang}" title="{title}">'
+                 '{label}</a></p>\n')
+
+
+def link_other_edition(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001 (html-page-context handler)
+    """8. Every page links to the same page of the book's other language (``attn_other_edition`` in the
+    configuration: the other edition's root relative to this site's root, the link's label, title and
+    language), at the top of the page and as ``<link rel="alternate" hreflang>``."""
+    from html import escape
+
+    other = app.config.attn_other_edition
+    if not other or pagename == "404" or "body" not in context:
+        return
+    href = context["pathto"](other["root"] + pagename + ".html", 1)
+    context["body"] = LANGUAGE_LINK.format(href=escape(href), hreflang=escape(other["hreflang"]),
+                                           title=escape(other["title"]), label=escape(other["label"])) + context["body"]
+    context["metatags"] = context.get("metatags", "") + (
+        f'\n<link rel="alternate" hreflang="{escape(other["hreflang"])}" href="{escape(href)}">')
+
+
+# 9. Chinese search: Sphinx indexes a Chinese page with jieba's words; a query is cut into the same
+# words by longest match against the index's own vocabulary (no dictionary to download), so that
+# 多头注意力 finds the pages holding 多头 and 注意力. A run of Han characters the index has no word for
+# is dropped (single characters are not indexed).
+SPLIT_QUERY_HAN = r"""
+var splitQuery = (query) => {
+  const index = (typeof Search !== "undefined" && Search._index) || {};
+  const known = (w) => (index.terms && w in index.terms) || (index.titleterms && w in index.titleterms);
+  const out = [];
+  for (const word of query.split(/[^\p{Letter}\p{Number}_\p{Emoji_Presentation}]+/gu)) {
+    for (const part of word.split(/(\p{Script=Han}+)/u)) {
+      if (!part) continue;
+      if (!/\p{Script=Han}/u.test(part)) { out.push(part); continue; }
+      for (let i = 0; i < part.length;) {
+        let j = part.length;
+        while (j > i + 1 && !known(part.slice(i, j))) j--;
+        if (known(part.slice(i, j))) out.push(part.slice(i, j));
+        i = j;
+      }
+    }
+  }
+  return out;
+};
+"""
+
+
+def add_chinese_search(app) -> None:
+    from sphinx.search.zh import SearchChinese
+
+    class SearchChineseBook(SearchChinese):
+        js_splitter_code = SPLIT_QUERY_HAN
+
+    app.add_search_language(SearchChineseBook)
+
+
 def setup(app):
+    app.add_config_value("attn_other_edition", None, "html")
+    app.connect("html-page-context", link_other_edition)
+    add_chinese_search(app)
     from myst_nb.core import render
 
     app.add_css_file(CSS.name)

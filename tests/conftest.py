@@ -1,6 +1,5 @@
 import os
 import pathlib
-import sys
 
 import pytest
 import torch
@@ -110,10 +109,8 @@ def root() -> pathlib.Path:
 def built_site(tmp_path_factory) -> pathlib.Path:
     """Build the book once per test run, warnings as errors, into a temporary folder. With parallel
     workers (pytest-xdist) the first worker that needs it builds it under a file lock into the
-    run's shared temporary folder, and the others wait for that build and use it."""
-    import subprocess
-    import time
-
+    run's shared temporary folder, and the others wait for that build and use it. Both editions:
+    English at the root, Chinese under zh/ (scripts/site.py, as `make book`)."""
     from filelock import FileLock
 
     if not (ROOT / "_assets" / ".installed").exists():
@@ -129,17 +126,14 @@ def built_site(tmp_path_factory) -> pathlib.Path:
             pytest.fail(failed.read_text())
         if (html / ".build-log.txt").exists():
             return html
-        jb = pathlib.Path(sys.executable).parent / "jupyter-book"
-        start = time.perf_counter()
-        proc = subprocess.run(
-            [str(jb), "build", str(ROOT), "--all", "-W", "-n", "--keep-going", "--path-output", str(out)],
-            capture_output=True, text=True, timeout=600,
-        )
-        elapsed = time.perf_counter() - start
-        log = proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            failed.write_text(f"jupyter-book build failed (exit {proc.returncode}) after {elapsed:.0f} s:\n{log[-6000:]}")
+        from scripts import site
+
+        try:
+            built, log = site.build(out, timeout=600)
+        except site.BuildError as e:
+            failed.write_text(str(e))
             pytest.fail(failed.read_text())
+        assert built == html
         (html / ".build-log.txt").write_text(log)
     return html
 

@@ -21,9 +21,11 @@ def _errors(watch):
     return list(watch.errors)
 
 
-def _site_pages(built_site):
+def _site_pages(built_site, lang: str = "en"):
+    """The pages of one edition of the site: English at the root, Chinese ("zh") under zh/."""
     return sorted(str(p.relative_to(built_site)) for p in built_site.rglob("*.html")
-                  if "_static" not in p.parts and p.name not in {"genindex.html", "search.html"})
+                  if "_static" not in p.parts and p.name not in {"genindex.html", "search.html"}
+                  and (p.relative_to(built_site).parts[0] == "zh") == (lang == "zh"))
 
 
 def test_widget_runtime_is_requested_only_on_pages_with_widgets(watch):
@@ -266,15 +268,20 @@ WIDGET_PAGE_BUDGET = 1_000_000
 
 
 def test_every_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, browser, site_server):
-    """One pass over the site's pages, each in a fresh context (nothing cached), at 1366 px wide:
+    """The English edition's pages (the Chinese ones: tests/test_zh_site.py, in parallel)."""
+    walk_at_desktop_width(built_site, browser, site_server, "en")
+
+
+def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
+    """One pass over the pages of one edition of the site, each in a fresh context (nothing cached), at 1366 px wide:
     no request to another host, no failed request, no page error, no console error or warning; no
     code, listing or output that scrolls sideways; MathJax loaded iff the page has
     maths, the widget runtime iff it has widgets; every page within its budget of bytes on the
     wire (with widgets: runtime, widget state, maths and figures included)."""
     from conftest import PageWatch
 
-    pages = _site_pages(built_site)
-    assert "book/self_attention.html" in pages
+    pages = _site_pages(built_site, lang)
+    assert ("zh/" if lang == "zh" else "") + "book/self_attention.html" in pages
     rows = []
     for path in pages:
         w = PageWatch(browser, site_server, viewport={"width": 1366, "height": 900})

@@ -37,7 +37,9 @@ def test_every_chapter_has_an_up_to_date_committed_reader_edition(root, editions
 
 
 def test_no_notebook_a_reader_opens_contains_myst_that_jupyter_cannot_render(root):
-    for path in sorted((root / "reader").rglob("*.ipynb")):
+    paths = sorted((root / "reader").rglob("*.ipynb")) + sorted((root / "zh" / "reader").rglob("*.ipynb"))
+    assert len(paths) == 2 * len(notebooks.chapters()), "the English and the Chinese reader editions"
+    for path in paths:
         nb = json.loads(path.read_text())
         for cell in nb["cells"]:
             if cell["cell_type"] == "markdown":

@@ -1,0 +1,532 @@
+"""The Chinese edition (中文版): generated from the English chapters and an overlay of translations.
+
+    python -m scripts.zh skeleton [CHAPTER ...]  # give each overlay the units it lacks (English text to replace)
+    python -m scripts.zh build                   # write zh/ from book/ and i18n/zh/ (never executes a cell)
+    python -m scripts.zh check                   # what the tests check: stale, missing, untranslated units
+    python -m scripts.zh stale                   # the units whose English changed after they were translated
+    python -m scripts.zh diff CHAPTER UNIT       # how the English of one unit changed since its translation
+
+The translations live in ``i18n/zh/``:
+
+- ``<chapter>.md``, one per chapter notebook: a *unit* per markdown cell, figure caption and alt text,
+  each under a marker ``<!-- cell|caption|alt CELL-ID en:HASH -->`` that names the English cell and
+  holds a hash of the English text it translates. When the English changes, the hash no longer
+  matches and the unit is *stale* (``stale`` lists them, ``diff`` shows the English change).
+- ``pages/<page>.md``: the Chinese text of the Markdown pages (intro, glossary, API, references),
+  whose first line ``<!-- page NAME en:HASH -->`` does the same for the English page.
+- ``strings.yml``: the book's title, the table of contents' part captions, the footer and the
+  language switch.
+
+``build`` writes ``zh/``, the Chinese book: each chapter notebook is the English one with its
+markdown cells, captions and alt text replaced, code cells and stored outputs copied as they are
+(every number identical, glued values substituted from the same outputs); ``zh/_config.yml`` and
+``zh/_toc.yml`` derived from the English ones; and the reader editions (``zh/reader/book/``) that
+Colab, Binder and the download button of a Chinese page open. ``make book`` builds ``zh/`` into
+``_build/html/zh/``. Everything in ``zh/`` is generated: edit the overlays, then run ``build``.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import pathlib
+import re
+import subprocess
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+I18N = ROOT / "i18n" / "zh"
+ZH = ROOT / "zh"
+KINDS = ("cell", "caption", "alt")
+MARKER = re.compile(r"^<!-- (cell|caption|alt|page) ([A-Za-z0-9_.-]+) en:([0-9a-f]{12}) -->[ \t]*$", re.M)
+PAGES = ("intro", "glossary", "api", "references")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+HEADER = ("<!-- The Chinese text of book/{name}.ipynb, one unit per markdown cell, caption and alt text.\n"
+          "     Translate the text under each marker and keep the marker: its hash names the English text\n"
+          "     translated. python -m scripts.zh stale lists units whose English changed. -->\n")
+
+
+def text_hash(text: str) -> str:
+    """The hash that ties a translation to the English text it translates (whitespace at the ends ignored)."""
+    return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:12]
+
+
+def chapters() -> list[pathlib.Path]:
+    from scripts.notebooks import chapters as toc_chapters
+
+    return toc_chapters()
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def english_units(nb: dict) -> list[tuple[str, str, str]]:
+    """(kind, cell id, English text) of every unit a chapter's translation has, in the notebook's order."""
+    units = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            units.append(("cell", cell["id"], _source(cell)))
+        mystnb = cell.get("metadata", {}).get("mystnb", {})
+        if cell["cell_type"] == "code" and mystnb.get("figure", {}).get("caption"):
+            units.append(("caption", cell["id"], mystnb["figure"]["caption"]))
+        if cell["cell_type"] == "code" and mystnb.get("image", {}).get("alt"):
+            units.append(("alt", cell["id"], mystnb["image"]["alt"]))
+    return units
+
+
+def parse_overlay(text: str) -> dict[tuple[str, str], tuple[str, str]]:
+    """(kind, id) -> (hash of the English translated, Chinese text)."""
+    marks = list(MARKER.finditer(text))
+    units = {}
+    for m, nxt in zip(marks, marks[1:] + [None], strict=True):
+        body = text[m.end(): nxt.start() if nxt else len(text)].strip("\n")
+        key = (m.group(1), m.group(2))
+        if key in units:
+            raise ValueError(f"unit {key[0]} {key[1]} appears twice")
+        units[key] = (m.group(3), body.rstrip())
+    return units
+
+
+def overlay_path(name: str) -> pathlib.Path:
+    return I18N / f"{name}.md"
+
+
+def read_overlay(name: str) -> dict[tuple[str, str], tuple[str, str]]:
+    path = overlay_path(name)
+    return parse_overlay(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def write_overlay(name: str, units: list[tuple[str, str, str, str]]) -> None:
+    """units: (kind, id, hash, text) in order."""
+    parts = [HEADER.format(name=name)]
+    for kind, cid, h, text in units:
+        parts.append(f"\n<!-- {kind} {cid} en:{h} -->\n{text.strip(chr(10))}\n")
+    overlay_path(name).parent.mkdir(parents=True, exist_ok=True)
+    overlay_path(name).write_text("".join(parts), encoding="utf-8")
+
+
+def skeleton(names: list[str]) -> None:
+    """Add to each chapter's overlay the units it lacks, with the English text as the text to replace."""
+    for path in chapters():
+        if names and path.stem not in names:
+            continue
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        have = read_overlay(path.stem)
+        units, added = [], 0
+        for kind, cid, en in english_units(nb):
+            if (kind, cid) in have:
+                units.append((kind, cid, *have[(kind, cid)]))
+            else:
+                units.append((kind, cid, text_hash(en), en))
+                added += 1
+        dropped = set(have) - {(k, c) for k, c, _, _ in units}
+        write_overlay(path.stem, units)
+        print(f"{overlay_path(path.stem).relative_to(ROOT)}: {len(units)} units, {added} added"
+              + (f", {len(dropped)} dropped (no longer in English): {sorted(dropped)}" if dropped else ""))
+
+
+# --- checks ---------------------------------------------------------------------------------------------
+
+def untranslated(en: str, zh: str) -> bool:
+    """A unit still in English: no Chinese character where the English has prose (three words or more
+    outside code, maths and MyST roles)."""
+    if CJK.search(zh):
+        return False
+    return len(re.findall(r"[A-Za-z]{2,}", prose_of(en))) >= 3
+
+
+def prose_of(text: str) -> str:
+    """Text without code blocks, directive lines, inline code, maths, roles and link targets."""
+    text = re.sub(r"^(```|:::).*?^\1[ \t]*$", " ", text, flags=re.S | re.M)
+    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
+    text = re.sub(r"\$[^$\n]+\$", " ", text)
+    text = re.sub(r"\{[a-z:-]+\}`[^`]*`", " ", text)
+    text = re.sub(r"`[^`\n]+`", " ", text)
+    text = re.sub(r"\]\([^)]*\)", "]", text)
+    text = re.sub(r"^\s*:[a-z-]+:.*$", " ", text, flags=re.M)
+    return re.sub(r"<[^>]+>", " ", text)
+
+
+GLUE = re.compile(r"\{glue(?::text|:md|:math|:figure)?\}`([^`:]+)")
+REFERENCES = {"doc", "cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "ref", "numref", "eq"}
+CODE_DIRECTIVES = {"literalinclude", "code-block", "code", "math"}
+
+
+def invariants(text: str) -> dict[str, set[str]]:
+    """What a translation must keep from the English, found by the site's own Markdown parser (as
+    scripts/reader.py reads a chapter): glued values, references and citations, inline code, maths,
+    code blocks and directives; the bodies of prose directives (dropdowns, admonitions) are read too."""
+    from scripts.reader import _directive_name, _walk, markdown_parser
+
+    found: dict[str, set[str]] = {k: set() for k in ("glued value", "reference", "inline code", "maths", "code block", "directive")}
+    norm = lambda t: re.sub(r"\s+", " ", t).strip()  # noqa: E731
+
+    def read(src: str) -> None:
+        for tok in _walk(markdown_parser().parse(src)):
+            if tok.type == "myst_role":
+                name, body = tok.meta.get("name", ""), tok.content
+                if name.startswith("glue"):
+                    found["glued value"].add(body.partition(":")[0])
+                elif name in REFERENCES:  # a titled reference may translate its title: {doc}`标题 <target>`
+                    m = re.search(r"<([^<>]+)>\s*$", body)
+                    found["reference"].add(f"{{{name}}}`{(m.group(1) if m else body).strip()}`")
+            elif tok.type == "code_inline":
+                found["inline code"].add(norm(tok.content))
+            elif tok.type.startswith("math") or tok.type == "amsmath":
+                found["maths"].add(norm(tok.content))
+            elif tok.type in {"fence", "colon_fence", "code_block"}:
+                directive = _directive_name(tok)
+                if directive is None:
+                    found["code block"].add(tok.content.strip())
+                    continue
+                found["directive"].add("{" + directive[0] + "}")
+                if directive[0] in CODE_DIRECTIVES:
+                    found["code block"].add(f"{{{directive[0]}}} {directive[1]}\n{tok.content.strip()}")
+                else:
+                    read("\n".join(ln for ln in tok.content.splitlines() if not re.match(r"^\s*:[\w-]+:", ln)))
+
+    read(text)
+    return found
+
+
+def invariant_differences(en: str, zh: str) -> list[str]:
+    """What the translation ``zh`` lost or added against ``en`` of what must stay unchanged (as sets:
+    the Chinese may order them differently)."""
+    a, b = invariants(en), invariants(zh)
+    out = []
+    for what in a:
+        if a[what] - b[what]:
+            out.append(f"{what} missing: {', '.join(sorted(a[what] - b[what]))}")
+        if b[what] - a[what]:
+            out.append(f"{what} not in the English: {', '.join(sorted(b[what] - a[what]))}")
+    return out
+
+
+def glued_keys(nb: dict) -> set[str]:
+    keys = set()
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            name = ((out.get("metadata") or {}).get("scrapbook") or {}).get("name")
+            if name:
+                keys.add(name)
+    return keys
+
+
+def chapter_problems(path: pathlib.Path) -> dict[str, list[str]]:
+    """Problems of one chapter's translation, by kind: stale, missing, untranslated, changed (what the
+    Chinese must keep from the English), orphan (units of cells the English no longer has)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    have = read_overlay(path.stem)
+    found: dict[str, list[str]] = {k: [] for k in ("missing", "stale", "untranslated", "changed", "orphan", "glue")}
+    keys = glued_keys(nb)
+    wanted = set()
+    for kind, cid, en in english_units(nb):
+        wanted.add((kind, cid))
+        unit = f"{kind} {cid}"
+        if (kind, cid) not in have:
+            found["missing"].append(unit)
+            continue
+        h, zh = have[(kind, cid)]
+        if h != text_hash(en):
+            found["stale"].append(unit)
+        if untranslated(en, zh):
+            found["untranslated"].append(unit)
+        elif h == text_hash(en):
+            found["changed"] += [f"{unit}: {d}" for d in invariant_differences(en, zh)]
+        found["glue"] += [f"{unit}: {{glue}}`{k}` is not glued by the chapter" for k in GLUE.findall(zh) if k not in keys]
+    found["orphan"] = [f"{k} {c}" for k, c in sorted(set(have) - wanted)]
+    return {k: v for k, v in found.items() if v}
+
+
+def page_problems(name: str) -> dict[str, list[str]]:
+    path = I18N / "pages" / f"{name}.md"
+    english = (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8")
+    if not path.exists():
+        return {"missing": [f"page {name}"]}
+    m = MARKER.match(path.read_text(encoding="utf-8"))
+    if not m or m.group(1) != "page" or m.group(2) != name:
+        return {"missing": [f"page {name}: its first line must be <!-- page {name} en:{text_hash(english)} -->"]}
+    if m.group(3) != text_hash(english):
+        return {"stale": [f"page {name}"]}
+    zh = MARKER.sub("", path.read_text(encoding="utf-8"), count=1)
+    if untranslated(english, zh):
+        return {"untranslated": [f"page {name}"]}
+    changed = [f"page {name}: {d}" for d in invariant_differences(english, zh)]
+    return {"changed": changed} if changed else {}
+
+
+# --- terminology ----------------------------------------------------------------------------------------
+
+GLOSSARY = ROOT / "book" / "glossary.md"
+
+
+def glossary_terms() -> list[tuple[list[str], str]]:
+    """(English forms, Chinese term) of every row of the glossary: the English column's text without its
+    parenthesised part, and that part (another English name for the same thing); the 中文 column."""
+    rows = []
+    for line in GLOSSARY.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) < 4 or cells[0] in {"English", ""} or set(cells[0]) <= {"-"}:
+            continue
+        english, zh = cells[0], cells[1]
+        alt = re.findall(r"\(([^)]*)\)", english)
+        main = re.sub(r"\s*\([^)]*\)", "", english).strip()
+        rows.append(([main, *alt], zh))
+    return rows
+
+
+def _uses(text: str, form: str) -> bool:
+    return re.search(r"(?<![\w-])" + re.escape(form) + r"(?:s|es)?(?![\w-])", text, re.I) is not None
+
+
+def _headingless(text: str) -> str:
+    return re.sub(r"^#+ .*$", " ", text, flags=re.M)
+
+
+def terminology_problems(english: str, chinese: str, terms=None) -> list[str]:
+    """Each glossary term the English prose uses must appear in the Chinese prose as the glossary's
+    Chinese term, with an English form in parentheses right after its first use outside headings
+    (a one-character term: after some use). ``english``/``chinese``: a chapter's prose, in order."""
+    terms = glossary_terms() if terms is None else terms
+    out = []
+    for forms, zh in terms:
+        if not any(_uses(english, f) for f in forms):
+            continue
+        body = _headingless(chinese)
+        for _, other in terms:  # hide longer terms that contain this one (注意力 inside 自注意力)
+            if other != zh and zh in other:
+                body = body.replace(other, "\u25a1" * len(other))
+        if zh not in chinese:
+            out.append(f"{zh} ({forms[0]}) is not used; the English chapter uses {forms[0]!r}")
+            continue
+        paren = re.compile(re.escape(zh) + r"[*_]*\s*[（(]([^）)]*)[）)]")
+
+        def glossed(m, forms=forms) -> bool:
+            return m is not None and any(_uses(m.group(1), f) for f in forms)
+
+        if len(zh) == 1:
+            if not any(glossed(m) for m in paren.finditer(body)):
+                out.append(f"{zh}（{forms[0]}） is never written with its English term in parentheses")
+            continue
+        first = body.find(zh)
+        if first < 0:
+            continue  # used only inside longer terms or headings
+        if not glossed(paren.match(body, first)):
+            out.append(f"the first use of {zh} lacks its English term: write {zh}（{forms[0]}）; it reads: "
+                       f"...{body[max(0, first - 10): first + len(zh) + 12]}...")
+    return out
+
+
+def chapter_prose(path: pathlib.Path) -> tuple[str, str]:
+    """A chapter's English and Chinese prose (markdown cells in order, without code, maths and roles)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    have = read_overlay(path.stem)
+    en, zh = [], []
+    for kind, cid, text in english_units(nb):
+        if kind == "cell":
+            en.append(prose_of(text))
+            zh.append(prose_of(have.get((kind, cid), ("", ""))[1]))
+    return "\n\n".join(en), "\n\n".join(zh)
+
+
+def problems() -> dict[str, dict[str, list[str]]]:
+    out = {p.stem: chapter_problems(p) for p in chapters()}
+    for p in chapters():
+        terms = terminology_problems(*chapter_prose(p))
+        if terms:
+            out[p.stem]["terms"] = terms
+    out.update({f"pages/{n}": page_problems(n) for n in PAGES})
+    return {k: v for k, v in out.items() if v}
+
+
+# --- what changed ---------------------------------------------------------------------------------------
+
+def english_at(name: str, kind: str, cid: str, want_hash: str) -> str | None:
+    """The English text of a unit as it was when its hash was ``want_hash`` (found in git history)."""
+    rel = f"book/{name}.md" if kind == "page" else f"book/{name}.ipynb"
+    revs = subprocess.run(["git", "log", "--format=%H", "--", rel], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    for rev in revs:
+        blob = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=ROOT, capture_output=True, text=True)
+        if blob.returncode:
+            continue
+        if kind == "page":
+            if text_hash(blob.stdout) == want_hash:
+                return blob.stdout
+            continue
+        for k, c, en in english_units(json.loads(blob.stdout)):
+            if (k, c) == (kind, cid) and text_hash(en) == want_hash:
+                return en
+    return None
+
+
+def diff(name: str, unit: str) -> int:
+    import difflib
+
+    kind, _, cid = unit.partition(" ")
+    if kind == "page":
+        m = MARKER.match((I18N / "pages" / f"{name}.md").read_text(encoding="utf-8"))
+        now = (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8")
+        old_hash = m.group(3)
+    else:
+        nb = json.loads((ROOT / "book" / f"{name}.ipynb").read_text(encoding="utf-8"))
+        now = next((en for k, c, en in english_units(nb) if (k, c) == (kind, cid)), "")
+        old_hash = read_overlay(name)[(kind, cid)][0]
+    old = english_at(name, kind, cid, old_hash)
+    if old is None:
+        print(f"the English that hash {old_hash} translated is not in this clone's history; the English now:\n{now}")
+        return 1
+    sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), now.splitlines(True), "translated", "now"))
+    return 0
+
+
+# --- build ----------------------------------------------------------------------------------------------
+
+def strings() -> dict:
+    return yaml.safe_load((I18N / "strings.yml").read_text(encoding="utf-8"))
+
+
+# A line break between two Chinese characters (or Chinese punctuation) shows in HTML as a space: the
+# build joins such lines (code and maths hold no Chinese, so only prose is affected).
+_CJK_BREAK = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e])\n(?=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e])")
+
+
+def localise_markdown(text: str) -> str:
+    """A translation as the Chinese book holds it: paths written from book/ made to work from zh/book/,
+    and lines broken between Chinese characters joined."""
+    return _CJK_BREAK.sub("", re.sub(r"(\{literalinclude\}\s+)\.\./", r"\1../../", text))
+
+
+def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
+    """The Chinese notebook of one English chapter, and the units that had no translation (kept in English)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    have = read_overlay(path.stem)
+    zh_nb, missing = copy.deepcopy(nb), []
+    for cell in zh_nb["cells"]:
+        for kind, cid, _ in english_units({"cells": [cell]}):
+            if (kind, cid) not in have or not have[(kind, cid)][1].strip():
+                missing.append(f"{kind} {cid}")
+                continue
+            text = have[(kind, cid)][1]
+            if kind == "cell":
+                cell["source"] = localise_markdown(text)
+            elif kind == "caption":
+                cell["metadata"]["mystnb"]["figure"]["caption"] = text
+            else:
+                cell["metadata"]["mystnb"]["image"]["alt"] = text
+        if cell["cell_type"] == "markdown" and (("cell", cell["id"]) not in have):
+            cell["source"] = localise_markdown(_source(cell))
+    return zh_nb, missing
+
+
+def _write_notebook(nb: dict, target: pathlib.Path) -> None:
+    import nbformat
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.from_dict(nb), str(target))
+
+
+def config() -> dict:
+    """zh/_config.yml: the English configuration, read from zh/ and in Chinese."""
+    en = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    s = strings()
+    cfg = copy.deepcopy(en)
+    cfg["title"] = s["title"]
+    cfg["author"] = s["author"]
+    cfg["exclude_patterns"] = ["_build", "reader", "**.ipynb_checkpoints"]
+    cfg["bibtex_bibfiles"] = ["../" + b for b in en["bibtex_bibfiles"]]
+    cfg["repository"]["path_to_book"] = "zh/" + en["repository"]["path_to_book"]
+    cfg["html"]["extra_footer"] = s["footer"]
+    sph = cfg["sphinx"]
+    sph["local_extensions"] = {k: "../" + v for k, v in en["sphinx"]["local_extensions"].items()}
+    c = sph["config"]
+    c["language"] = "zh_CN"
+    c["attn_other_edition"] = s["switch"]
+    c["nb_code_prompt_show"], c["nb_code_prompt_hide"] = s["code_prompt"]["show"], s["code_prompt"]["hide"]
+    c["notfound_urls_prefix"] = en["sphinx"]["config"]["notfound_urls_prefix"] + "zh/"
+    for key in ("html_extra_path", "html_static_path", "templates_path"):
+        c[key] = ["../" + p for p in en["sphinx"]["config"][key]]
+    c["html_favicon"] = "../" + en["sphinx"]["config"]["html_favicon"]
+    return cfg
+
+
+def toc() -> dict:
+    en = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    captions = strings()["parts"]
+    out = copy.deepcopy(en)
+    for part in out["parts"]:
+        part["caption"] = captions[part["caption"]]
+    return out
+
+
+def title(path: pathlib.Path) -> str:
+    """A notebook's title: its first level-one heading."""
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        m = re.search(r"^# (.+)$", _source(cell), re.M) if cell["cell_type"] == "markdown" else None
+        if m:
+            return m.group(1).strip()
+    return path.stem
+
+
+GENERATED = "# Generated by `python -m scripts.zh build` from {src}: edit that file (or i18n/zh/), not this one.\n"
+
+
+def build() -> list[str]:
+    """Write zh/ and return the units that had no translation."""
+    from scripts import reader
+    from scripts.notebooks import repository
+
+    missing = []
+    (ZH / "book").mkdir(parents=True, exist_ok=True)
+    for name, data, src in (("_config.yml", config(), "_config.yml"), ("_toc.yml", toc(), "_toc.yml")):
+        (ZH / name).write_text(GENERATED.format(src=src) + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100),
+                               encoding="utf-8")
+    for name in PAGES:
+        page = I18N / "pages" / f"{name}.md"
+        if page.exists():
+            text = MARKER.sub("", page.read_text(encoding="utf-8"), count=1).lstrip("\n")
+        else:
+            text, _ = (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8"), missing.append(f"page {name}")
+        (ZH / "book" / f"{name}.md").write_text(localise_markdown(text), encoding="utf-8")
+    paths = []
+    for path in chapters():
+        nb, lacking = chinese_notebook(path)
+        missing += [f"{path.stem}: {u}" for u in lacking]
+        target = ZH / "book" / path.name
+        _write_notebook(nb, target)
+        paths.append(target)
+    names = {p.stem for p in chapters()}
+    reader.write_all(paths, repository()[0], names, lang="zh", titles={p.stem: title(p) for p in paths})
+    return missing
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"skeleton", "build", "check", "stale", "diff"}:
+        print(__doc__)
+        return 2
+    if argv[0] == "skeleton":
+        skeleton(argv[1:])
+    elif argv[0] == "build":
+        missing = build()
+        print(f"wrote {ZH.relative_to(ROOT)}/" + (f"; {len(missing)} units kept in English (no translation)" if missing else ""))
+    elif argv[0] == "diff":
+        return diff(argv[1], " ".join(argv[2:]))
+    else:
+        found = problems()
+        for where, kinds in found.items():
+            for kind, items in kinds.items():
+                if argv[0] == "check" or kind == "stale":
+                    for item in items:
+                        print(f"{where}: {kind}: {item}")
+        if argv[0] == "stale" and any("stale" in k for k in found.values()):
+            print("\nSee what changed: python -m scripts.zh diff CHAPTER 'cell ID' (or 'page NAME')")
+        return 1 if found and argv[0] == "check" else 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
