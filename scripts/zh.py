@@ -232,12 +232,14 @@ def chapter_problems(path: pathlib.Path) -> dict[str, list[str]]:
             found["missing"].append(unit)
             continue
         h, zh = have[(kind, cid)]
+        zh = localise_markdown(zh) if kind == "cell" else zh  # checked as the Chinese book holds it
         if h != text_hash(en):
             found["stale"].append(unit)
         if untranslated(en, zh):
             found["untranslated"].append(unit)
         elif h == text_hash(en):
-            found["changed"] += [f"{unit}: {d}" for d in invariant_differences(en, zh)]
+            en_built = localise_markdown(en) if kind == "cell" else en  # the same paths as the Chinese
+            found["changed"] += [f"{unit}: {d}" for d in invariant_differences(en_built, zh)]
         found["glue"] += [f"{unit}: {{glue}}`{k}` is not glued by the chapter" for k in GLUE.findall(zh) if k not in keys]
     found["orphan"] = [f"{k} {c}" for k, c in sorted(set(have) - wanted)]
     return {k: v for k, v in found.items() if v}
@@ -330,7 +332,7 @@ def chapter_prose(path: pathlib.Path) -> tuple[str, str]:
     for kind, cid, text in english_units(nb):
         if kind == "cell":
             en.append(prose_of(text))
-            zh.append(prose_of(have.get((kind, cid), ("", ""))[1]))
+            zh.append(prose_of(localise_markdown(have.get((kind, cid), ("", ""))[1])))
     return "\n\n".join(en), "\n\n".join(zh)
 
 
@@ -391,14 +393,26 @@ def strings() -> dict:
 
 
 # A line break between two Chinese characters (or Chinese punctuation) shows in HTML as a space: the
-# build joins such lines (code and maths hold no Chinese, so only prose is affected).
-_CJK_BREAK = re.compile(r"(?<=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e])\n(?=[\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e])")
+# build joins such lines of prose. A heading, a directive line or its options end where they end.
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e"
+_ENDS_A_BLOCK = re.compile(r"^\s*(#|:::|```|:[\w-]+:)")
+
+
+def _join_cjk_lines(text: str) -> str:
+    out: list[str] = []
+    for line in text.split("\n"):
+        if (out and re.search(f"[{_CJK}]$", out[-1]) and re.match(f"[{_CJK}]", line)
+                and not _ENDS_A_BLOCK.match(out[-1])):
+            out[-1] += line
+        else:
+            out.append(line)
+    return "\n".join(out)
 
 
 def localise_markdown(text: str) -> str:
     """A translation as the Chinese book holds it: paths written from book/ made to work from zh/book/,
     and lines broken between Chinese characters joined."""
-    return _CJK_BREAK.sub("", re.sub(r"(\{literalinclude\}\s+)\.\./", r"\1../../", text))
+    return _join_cjk_lines(re.sub(r"(\{literalinclude\}\s+)\.\./", r"\1../../", text))
 
 
 def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:

@@ -93,6 +93,12 @@ def test_the_terminology_check_wants_the_glossary_term_with_its_english_at_first
     assert zh.terminology_problems("Nothing here uses a term.", "", terms) == []
 
 
+def test_lines_broken_between_chinese_characters_are_joined_but_not_a_heading_or_a_directive_line():
+    text = ":::{dropdown} 参考答案\n取值为三。\n# 标题\n第一段的\n第二行。\n\n新的一段\nand English\n```{literalinclude} ../src/attn/masks.py\n"
+    assert zh.localise_markdown(text) == (":::{dropdown} 参考答案\n取值为三。\n# 标题\n第一段的第二行。\n\n新的一段\nand English\n"
+                                          "```{literalinclude} ../../src/attn/masks.py\n")
+
+
 # --- the committed translation ---------------------------------------------------------------------------
 
 def test_every_chapter_and_page_is_translated(found):
