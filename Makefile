@@ -60,7 +60,7 @@ book: setup
 	@echo "Built: open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT) (中文: /zh/)"
 
 test: setup
-	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST)
+	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST) --durations=25
 
 test-cpus: setup
 	$(BIN)/python -m scripts.nbval_runs

@@ -129,3 +129,29 @@ def test_every_chinese_page_on_a_phone_fits_the_screen_sets_tables_apart_and_log
     from test_reading_surface import walk_on_a_phone
 
     walk_on_a_phone(built_site, browser, site_server, "zh")
+
+
+def test_on_a_phone_the_chinese_chapter_list_and_contents_lead_where_they_point(browser, site_server):
+    """tests/test_navigation.py's checks on a Chinese page, at 390 px with touch."""
+    from conftest import PageWatch
+    from test_navigation import SCREENS, _follow, _the_one_shown, _wait_shown
+
+    height, _ = SCREENS[390]
+    w = PageWatch(browser, site_server, viewport={"width": 390, "height": height}, is_mobile=True, has_touch=True,
+                  device_scale_factor=2)
+    w.press = lambda loc: loc.tap()
+    try:
+        page = w.goto("zh/book/self_attention.html")
+        chapters = page.locator("nav.bd-docs-nav")
+        w.press(_the_one_shown(page, ".primary-toggle"))
+        assert _wait_shown(page, chapters), "☰ does not open the chapter list"
+        _follow(w, chapters, "多头注意力", "**/zh/book/multi_head_attention.html")
+        assert page.locator("h1").first.inner_text().strip().rstrip("#").strip() == "多头注意力"
+        contents = page.locator(".bd-sidebar-secondary nav.page-toc")
+        w.press(_the_one_shown(page, ".secondary-toggle"))
+        assert _wait_shown(page, contents), "the contents button does not open the contents"
+        _follow(w, contents, "小结", "**/zh/book/multi_head_attention.html#*")
+        assert page.locator("h2", has_text="小结").first.is_visible()
+        assert w.errors == [] and w.offhost == [] and w.failed == []
+    finally:
+        w.close()
