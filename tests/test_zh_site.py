@@ -53,7 +53,7 @@ def pathlib_join(*parts):
     return pathlib.Path(*parts)
 
 
-def test_chinese_chapters_open_their_chinese_reader_editions_in_colab_and_for_download(built_site, root):
+def test_chinese_chapters_open_their_chinese_reader_editions_in_colab_binder_and_for_download(built_site, root):
     url, branch = notebooks.repository()
     slug = url.removeprefix("https://github.com/")
     for nb in notebooks.chapters():
@@ -62,6 +62,7 @@ def test_chinese_chapters_open_their_chinese_reader_editions_in_colab_and_for_do
         edition = reader.reader_path(root / "zh" / rel).relative_to(root).as_posix()
         assert edition == f"zh/reader/{rel.as_posix()}"
         assert f"https://colab.research.google.com/github/{slug}/blob/{branch}/{edition}" in page, rel
+        assert f"https://mybinder.org/v2/gh/{slug}/{branch}?urlpath=lab/tree/{edition}" in page, rel
         served = (built_site / "zh" / "_sources" / rel).read_bytes()
         assert served == (root / edition).read_bytes(), f"zh/{rel}: the download is not the Chinese reader edition"
 
