@@ -208,13 +208,12 @@ def invariant_differences(en: str, zh: str) -> list[str]:
 
 
 def glued_keys(nb: dict) -> set[str]:
-    keys = set()
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            name = ((out.get("metadata") or {}).get("scrapbook") or {}).get("name")
-            if name:
-                keys.add(name)
-    return keys
+    """The names a chapter glues (read from its stored outputs as the reader editions read them)."""
+    import nbformat
+
+    from scripts.reader import glued_values
+
+    return set(glued_values(nbformat.from_dict(nb)))
 
 
 def chapter_problems(path: pathlib.Path) -> dict[str, list[str]]:

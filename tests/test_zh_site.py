@@ -4,6 +4,7 @@ the explorers working on Chinese pages. (The walks over every page of tests/test
 tests/test_reading_surface.py cover the Chinese pages too: they take every page of the site.)"""
 
 import json
+import pathlib
 import re
 import urllib.parse
 
@@ -41,16 +42,10 @@ def test_every_page_links_to_the_same_page_in_the_other_language(built_site):
         assert len(found) == 1, f"{rel}: {len(found)} language links"
         href, lang = found[0]
         target = (page.parent / href).resolve()
-        want = built_site / (rel.relative_to("zh") if rel.parts[0] == "zh" else pathlib_join("zh", rel))
+        want = built_site / (rel.relative_to("zh") if rel.parts[0] == "zh" else pathlib.Path("zh", rel))
         assert target == want.resolve(), f"{rel}: the language link leads to {target}, not {want}"
         assert lang == ("en" if rel.parts[0] == "zh" else "zh-CN")
         assert f'<link rel="alternate" hreflang="{lang}" href="{href}">' in text
-
-
-def pathlib_join(*parts):
-    import pathlib
-
-    return pathlib.Path(*parts)
 
 
 def test_chinese_chapters_open_their_chinese_reader_editions_in_colab_binder_and_for_download(built_site, root):
