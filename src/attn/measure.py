@@ -166,7 +166,19 @@ def operators(fn: Callable[..., object], *args, **kwargs) -> list[str]:
 
 def can_measure_memory() -> bool:
     """Whether :func:`peak_memory_growth` works here (Linux: ``/proc`` and ``fork``)."""
-    return os.path.exists("/proc/self/statm") and hasattr(os, "fork")
+    return os.path.exists("/proc/self/status") and hasattr(os, "fork")
+
+
+def _resident_mib() -> dict[str, float]:
+    """This process's resident memory now, in MiB: ``VmRSS`` (all of it) and ``RssFile`` (pages of
+    mapped files, such as the libraries' code; 0 where the kernel does not report it, before Linux 4.5)."""
+    got = {"VmRSS": 0.0, "RssFile": 0.0}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in got:
+                got[key] = int(value.split()[0]) / 1024  # kB
+    return got
 
 
 def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> float:
@@ -175,7 +187,11 @@ def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> 
     PyTorch reports the CPU's memory only through its profiler, and ``tracemalloc`` does not see
     its allocations, so this asks the operating system: a forked child, whose high-water mark of
     resident memory starts at its current size, runs ``run()`` once and reports how far the mark
-    rose (``resource.getrusage``). The figure includes a few MiB of the child's first touches of
+    rose (``resource.getrusage``), less what the run added of file-backed pages: a forked child maps
+    the libraries' code afresh as it runs it (tens of MiB on some kernels for one first PyTorch call,
+    which maps whole large pages of ``libtorch``), and that is not memory the computation allocates
+    (``RssFile`` of ``/proc/self/status``; file pages stay mapped, so their growth at the end bounds
+    their growth at the peak). The figure includes a few hundred KiB of the child's first touches of
     memory. The child computes on one thread: OpenMP's thread pool does not survive ``fork``, and a
     child that used it would hang. Linux only (see :func:`can_measure_memory`).
 
@@ -200,11 +216,12 @@ def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> 
     if pid == 0:  # the child: its peak starts at its current size
         try:
             torch.set_num_threads(1)
-            with open("/proc/self/statm") as f:
-                before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+            before = _resident_mib()
             run()
             peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-            os.write(write, repr(peak - before).encode())
+            after = _resident_mib()
+            grew = peak - before["VmRSS"] - (after["RssFile"] - before["RssFile"])
+            os.write(write, repr(max(0.0, grew)).encode())  # rounding of the kernel's counts aside, never below 0
         finally:
             os._exit(0)
     os.close(write)
