@@ -129,30 +129,36 @@ def drop_unpublished_files(app, exception) -> None:
 
 
 INDEX = """<!DOCTYPE html>
-<html lang="en">
+<html lang="{lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta http-equiv="refresh" content="0; url={target}">
 <link rel="canonical" href="{target}">
+<link rel="icon" href="{icon}">
 <title>{title}</title>
 </head>
 <body>
-<p><a href="{target}">{title}: continue to the book</a></p>
+<p><a href="{target}">{title}: {link}</a></p>
 </body>
 </html>
 """
 
 
 def write_index(app, exception) -> None:
-    """``index.html``: a redirect to the first page, with a link for browsers that do not follow it.
+    """``index.html``: a redirect to the first page, with a link for browsers that do not follow it, in
+    the edition's language (``attn_index_link``), and the book's icon (without one, a browser asks the
+    host's root for /favicon.ico, outside the site when it is served under a prefix).
     (Runs before sphinx-external-toc's build-finished handler, which then leaves the file alone.)"""
     if exception is not None or app.builder.format != "html" or app.config.master_doc == "index":
         return
     from html import escape
 
     target = escape(app.builder.get_target_uri(app.config.master_doc))
-    (pathlib.Path(app.outdir) / "index.html").write_text(INDEX.format(target=target, title=escape(app.config.html_title or app.config.project)))
+    icon = "_static/" + pathlib.Path(app.config.html_favicon).name if app.config.html_favicon else "favicon.ico"
+    (pathlib.Path(app.outdir) / "index.html").write_text(INDEX.format(
+        target=target, title=escape(app.config.html_title or app.config.project), link=escape(app.config.attn_index_link),
+        lang=(app.config.language or "en").replace("_", "-"), icon=escape(icon)), encoding="utf-8")
 
 
 ROOT_SCRIPT = """<script>
@@ -359,6 +365,7 @@ def add_chinese_search(app) -> None:
 
 def setup(app):
     app.add_config_value("attn_other_edition", None, "html")
+    app.add_config_value("attn_index_link", "continue to the book", "html")  # index.html's link text
     app.connect("html-page-context", link_other_edition)
     add_chinese_search(app)
     from myst_nb.core import render

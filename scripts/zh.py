@@ -459,6 +459,7 @@ def config() -> dict:
     c = sph["config"]
     c["language"] = "zh_CN"
     c["attn_other_edition"] = s["switch"]
+    c["attn_index_link"] = s["index_link"]
     c["nb_code_prompt_show"], c["nb_code_prompt_hide"] = s["code_prompt"]["show"], s["code_prompt"]["hide"]
     c["notfound_urls_prefix"] = en["sphinx"]["config"]["notfound_urls_prefix"] + "zh/"
     for key in ("html_extra_path", "html_static_path", "templates_path"):
