@@ -262,22 +262,35 @@ MIN_TEXT_PX = 9.0
 _IMG = re.compile(r'<img\b[^>]*\bsrc="(?:\.\./)*_images/([0-9a-f]+\.png)"[^>]*?(/?)>')
 
 
-def figure_min_width(png_path: pathlib.Path) -> int | None:
-    """The narrowest width (CSS px) at which a figure's smallest text is still ``MIN_TEXT_PX``, from the
-    text size that ``attn.viz.png_2x`` stores in the PNG (None for a PNG without it)."""
+def figure_text(png_path: pathlib.Path) -> tuple[float, float]:
+    """``(smallest text, width)`` of a figure at its display size, in CSS px, from what ``attn.viz.png_2x``
+    stores in the PNG (text 0.0 for a PNG without it)."""
     from PIL import Image
 
     with Image.open(png_path) as img:
         text_px = float(getattr(img, "text", {}).get("attn:min-text-px", 0) or 0)
-        natural = img.size[0] / 2  # png_2x draws at twice the display size
+        return text_px, img.size[0] / 2  # png_2x draws at twice the display size
+
+
+def figure_min_width(png_path: pathlib.Path) -> int | None:
+    """The narrowest width (CSS px) at which a figure's smallest text is still ``MIN_TEXT_PX`` (None for a
+    PNG without its text size); a figure whose text is smaller even at its display size: that size."""
+    text_px, natural = figure_text(png_path)
     if text_px <= 0:
         return None
     return min(int(natural), int(-(-natural * MIN_TEXT_PX // text_px)))
 
 
+_STYLE = re.compile(r'\sstyle="([^"]*)"')
+
+
 def add_figure_min_widths(html: str, images: pathlib.Path, cache: dict | None = None) -> str:
     """``html`` with a ``min-width`` (and ``data-min-width``) on each ``<img>`` of a PNG in ``images`` that
-    carries attn.viz.png_2x's text size (see figure_min_width); other images are left as they are."""
+    carries attn.viz.png_2x's text size (see figure_min_width); other images are left as they are.
+    The width goes into the tag's own ``style`` (myst-nb writes the display size there: a second
+    ``style`` attribute would be ignored by the browser) as ``--attn-min-width``, which the style sheet
+    applies below a desktop's width (``_css/attn.css``); the fixed height gives way to ``auto`` so that
+    a figure narrowed to the column keeps its proportions."""
     cache = {} if cache is None else cache
 
     def add(m):
@@ -288,15 +301,22 @@ def add_figure_min_widths(html: str, images: pathlib.Path, cache: dict | None = 
         tag = m.group(0)
         if cache[name] is None:
             return tag
+        own = _STYLE.search(tag)
+        rules = [r.strip() for r in (own.group(1) if own else "").split(";") if r.strip()]
+        rules = [r for r in rules if r.split(":")[0].strip() not in ("height", "--attn-min-width")]
+        style = "; ".join([*rules, "height: auto", f"--attn-min-width: {cache[name]}px"])
+        if own:
+            tag = tag[:own.start()] + tag[own.end():]
         end = len(tag) - len(m.group(2)) - 1
-        return f'{tag[:end].rstrip()} style="min-width: {cache[name]}px" data-min-width="{cache[name]}" {tag[end:]}'
+        return f'{tag[:end].rstrip()} style="{style}" data-min-width="{cache[name]}" {tag[end:]}'
 
     return _IMG.sub(add, html)
 
 
 def keep_figure_text_readable(app, exception) -> None:
-    """Give each figure made by ``attn.viz.png_2x`` a ``min-width`` at which its text stays readable; on a
-    narrower screen the figure scrolls sideways in its own box (``_css/attn.css``) instead of shrinking."""
+    """Give each figure made by ``attn.viz.png_2x`` the width at which its text stays readable; on a phone
+    or a tablet a narrower screen makes the figure scroll sideways in its own box (``_css/attn.css``)
+    instead of shrinking; on a desktop it fits the text column."""
     if exception is not None or app.builder.format != "html":
         return
     out, cache = pathlib.Path(app.outdir), {}
