@@ -255,10 +255,7 @@ WIDENING = """() => [...document.querySelectorAll('.bd-article *')]
 # Pages wider than a phone's screen today, found when this pass took over test_mobile's walk of three pages
 # (the page scrolls sideways at 390 px): each stays listed only while it is still too wide (the pass then
 # fails and asks to remove it), so that a fix is checked from then on like every other page.
-WIDE_ON_A_PHONE_TODAY = {
-    "book/api.html": "496 px: MathJax's hidden MathML of the docstrings' formulas (signatures wrap now)",
-    "zh/book/api.html": "the same page in the Chinese edition (the same English docstrings)",
-}
+WIDE_ON_A_PHONE_TODAY: dict[str, str] = {}
 # Each figure of the page (a PNG of the book's): its source, its width as rendered, its own width in image
 # pixels (twice its display width), whether the build gave it its readable width (data-min-width).
 FIGURES = r"""() => [...document.querySelectorAll('.bd-article img')]
