@@ -9,7 +9,9 @@ PORT   ?= 8000
 # Parallel tests (pytest-xdist): JOBS workers, one more than the machine's cores. A good part of the
 # suite's time is waiting (the site build on one core, pages loading in Chromium, kernels starting),
 # which a third worker fills on two cores: 467 s with 2 workers, 394-444 s with 3; with 4 the
-# workers fight for the cores (530 s, CPU 907 s against 759 s). Each notebook, the site tests and the
+# workers fight for the cores (530 s, CPU 907 s against 759 s). Since bytecode is compiled once and
+# the browser passes share contexts, less is waiting: 324 s with 2 workers, 311-317 s with 3 (this
+# round's machine, 439 s and 473 s of CPU), so 3 stays. Each notebook, the site tests and the
 # fresh environment stay on one worker each (--dist loadfile; longest first: tests/conftest.py).
 JOBS   ?= $(shell $(PYTHON) -c "import os; print(len(os.sched_getaffinity(0)) + 1)" 2>/dev/null || echo 3)
 XDIST  := -n $(JOBS) --dist loadfile --no-loadscope-reorder
