@@ -276,8 +276,9 @@ def figure_text(png_path: pathlib.Path) -> tuple[float, float]:
 def figure_min_width(png_path: pathlib.Path) -> int | None:
     """The narrowest width (CSS px) at which a figure's smallest text is still ``MIN_TEXT_PX`` (None for a
     PNG without its text size). A figure whose text is smaller even at its display size (the diagrams of
-    ``attn.diagram``, labelled in 6-7 pt) is shown wider than that size, up to 1.5 times on a phone: its
-    PNG, drawn at twice the display size, still has more than one image pixel per CSS pixel."""
+    ``attn.diagram``, labelled in 6-7 pt) is shown wider than that size on a phone (1.2 times at most
+    today; the tests allow 1.5): its PNG, drawn at twice the display size, still has more than one image
+    pixel per CSS pixel."""
     text_px, natural = figure_text(png_path)
     if text_px <= 0:
         return None

@@ -139,6 +139,11 @@ FIGURE_TEXT = """(img) => {
 }"""
 
 
+# The screen width below which figures keep their readable width: the style sheet's own media query.
+_READABLE_WIDTH_BELOW = float(re.search(r"@media \(max-width: ([\d.]+)px\) \{\s*\.bd-article img\[data-min-width\]",
+                                        (ROOT / "_css" / "attn.css").read_text()).group(1))
+
+
 @pytest.mark.parametrize("width", [390, 820, 1366])
 def test_figure_text_is_at_least_9px_on_a_phone_and_the_figure_fits_a_desktop(built_site, browser, site_server, width):
     """A figure drawn by attn.viz, wider than the text column, placed in a chapter page as the build places
@@ -169,7 +174,7 @@ def test_figure_text_is_at_least_9px_on_a_phone_and_the_figure_fits_a_desktop(bu
         got = page.locator(f'img[src$="{name}"]').evaluate(FIGURE_TEXT)
         assert abs(got["natural"] - meta["width"]) <= 0.5
         assert got["natural"] > 1000, "wider than the column at every width"
-        if width < 960:  # below the width at which the sidebars fold away (_css/attn.css)
+        if width <= _READABLE_WIDTH_BELOW:  # phones and tablets (_css/attn.css)
             assert text_px * got["rendered"] / got["natural"] >= 9 - 0.05, (got, text_px)
         else:
             assert got["right"] <= got["box"] + 0.5 and got["rendered"] < got["natural"], got
