@@ -54,7 +54,7 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	@touch $@
 
-_assets/.installed: node_modules/.installed $(VENV)/.installed scripts/assets.py src/attn/widgets/static_runtime.js
+_assets/.installed: node_modules/.installed $(VENV)/.installed scripts/assets.py src/attn/book/widgets/static_runtime.js
 	$(BIN)/python -m scripts.assets
 	@touch $@
 

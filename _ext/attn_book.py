@@ -26,7 +26,7 @@ for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same 
    the redirect, and the 404 page finds its styles whether the site is served under
    ``notfound_urls_prefix`` (GitHub Pages) or at a host's root.
 
-7. Figures made by ``attn.viz.png_2x`` (every matplotlib figure in a chapter that imports ``attn.viz``)
+7. Figures made by ``attn.book.viz.png_2x`` (every matplotlib figure in a chapter that imports ``attn.book.viz``)
    get a minimum width at which their smallest text is 9 px; narrower screens scroll them sideways.
 
 6. Mark the table columns that hold numbers (class ``attn-num``), which ``_css/attn.css`` right-aligns.
@@ -264,7 +264,7 @@ _IMG = re.compile(r'<img\b[^>]*\bsrc="(?:\.\./)*_images/([0-9a-f]+\.png)"[^>]*?(
 
 
 def figure_text(png_path: pathlib.Path) -> tuple[float, float]:
-    """``(smallest text, width)`` of a figure at its display size, in CSS px, from what ``attn.viz.png_2x``
+    """``(smallest text, width)`` of a figure at its display size, in CSS px, from what ``attn.book.viz.png_2x``
     stores in the PNG (text 0.0 for a PNG without it)."""
     from PIL import Image
 
@@ -276,7 +276,7 @@ def figure_text(png_path: pathlib.Path) -> tuple[float, float]:
 def figure_min_width(png_path: pathlib.Path) -> int | None:
     """The narrowest width (CSS px) at which a figure's smallest text is still ``MIN_TEXT_PX`` (None for a
     PNG without its text size). A figure whose text is smaller even at its display size (the diagrams of
-    ``attn.diagram``, labelled in 6-7 pt) is shown wider than that size on a phone (1.2 times at most
+    ``attn.book.diagram``, labelled in 6-7 pt) is shown wider than that size on a phone (1.2 times at most
     today; the tests allow 1.5): its PNG, drawn at twice the display size, still has more than one image
     pixel per CSS pixel."""
     text_px, natural = figure_text(png_path)
@@ -290,7 +290,7 @@ _STYLE = re.compile(r'\sstyle="([^"]*)"')
 
 def add_figure_min_widths(html: str, images: pathlib.Path, cache: dict | None = None) -> str:
     """``html`` with a ``min-width`` (and ``data-min-width``) on each ``<img>`` of a PNG in ``images`` that
-    carries attn.viz.png_2x's text size (see figure_min_width); other images are left as they are.
+    carries attn.book.viz.png_2x's text size (see figure_min_width); other images are left as they are.
     The width goes into the tag's own ``style`` (myst-nb writes the display size there: a second
     ``style`` attribute would be ignored by the browser) as ``--attn-min-width``, which the style sheet
     applies below a desktop's width (``_css/attn.css``); the fixed height gives way to ``auto`` so that
@@ -318,7 +318,7 @@ def add_figure_min_widths(html: str, images: pathlib.Path, cache: dict | None = 
 
 
 def keep_figure_text_readable(app, exception) -> None:
-    """Give each figure made by ``attn.viz.png_2x`` the width at which its text stays readable; on a phone
+    """Give each figure made by ``attn.book.viz.png_2x`` the width at which its text stays readable; on a phone
     or a tablet a narrower screen makes the figure scroll sideways in its own box (``_css/attn.css``)
     instead of shrinking; on a desktop it fits the text column."""
     if exception is not None or app.builder.format != "html":

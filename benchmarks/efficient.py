@@ -13,7 +13,7 @@ one call runs there (on one thread): Linux only.
 5. checkpoint: a stack of 8 encoder blocks, forward+backward with and without checkpointing.
 
 Results go to ``benchmarks/measured/efficient_*.csv`` (copied into the package when it is built,
-read by the chapter through ``attn.efficient.measured``) and are printed.
+read by the chapter through ``attn.book.results.measured``) and are printed.
 
     .venv/bin/python benchmarks/efficient.py [--quick] [--threads N] [--only cost tiled ...]
 """
@@ -21,17 +21,15 @@ read by the chapter through ``attn.efficient.measured``) and are printed.
 from __future__ import annotations
 
 import argparse
-import pathlib
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 
 import attn
-from attn.efficient.results import write_rows
+from attn.book import results
 from attn import efficient as ef
 
-OUT = pathlib.Path(__file__).resolve().parent / "measured"  # shipped with the package by the build (setup.py)
 H, E = 8, 64
 
 
@@ -145,7 +143,7 @@ def run_checkpoint(rounds, L=512, layers=8, d_model=256):
 
 def write(name: str, rows: list[dict]) -> None:
     rows = [{**row, "threads": torch.get_num_threads()} for row in rows]
-    write_rows(OUT / f"efficient_{name}.csv", rows)
+    results.write(f"efficient_{name}", rows)  # benchmarks/measured/, shipped with the package (setup.py)
 
 
 def main(argv=None):

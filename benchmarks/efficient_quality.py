@@ -2,7 +2,7 @@
 and Linformer attention on key-value recall, scored separately on its local relation and on its
 long-range one.
 
-``attn.data.kv_recall`` with 16 keys (sequence length 24) has two kinds of targets in every
+``attn.book.data.kv_recall`` with 16 keys (sequence length 24) has two kinds of targets in every
 sequence: at a pair token, the value of the *previous* token (local: one position back); at a
 query token, the value paired with the same key somewhere earlier (long range: anywhere in the
 sequence). A ``attn.models.TokenModel`` (encoder, 1 layer, width 64, 4 heads) is trained per
@@ -22,16 +22,16 @@ import torch
 import torch.nn.functional as F
 
 import attn
-from attn.efficient.results import write_rows
+from attn.book import results
 
-TASK = attn.data.KVRecall(num_keys=16, num_values=8, num_queries=8)
+TASK = attn.book.data.KVRecall(num_keys=16, num_values=8, num_queries=8)
 KINDS = {  # name -> swap_attention arguments
     "full": {"kind": "full"},
     "window (w=3)": {"kind": "window", "window": 3},
     "linear (elu+1)": {"kind": "linear"},
     "Linformer (r=8)": {"kind": "linformer", "rank": 8, "seq_len": TASK.seq_len},
 }
-OUT = pathlib.Path(__file__).resolve().parent / "measured" / "efficient_quality.csv"
+OUT = results.MEASURED / "efficient_quality.csv"
 
 
 def make_model(spec: dict, seed: int) -> attn.models.TokenModel:
@@ -42,7 +42,7 @@ def make_model(spec: dict, seed: int) -> attn.models.TokenModel:
 
 def loss_fn(model, batch) -> torch.Tensor:
     tokens, targets, _ = batch
-    return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten(), ignore_index=attn.data.IGNORE)
+    return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten(), ignore_index=attn.book.data.IGNORE)
 
 
 @torch.no_grad()
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--out", type=pathlib.Path, default=OUT)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    batches = [attn.data.kv_recall(64, TASK, seed=10_000 + s) for s in range(args.steps)]
-    test = attn.data.kv_recall(2000, TASK, seed=0)
+    batches = [attn.book.data.kv_recall(64, TASK, seed=10_000 + s) for s in range(args.steps)]
+    test = attn.book.data.kv_recall(2000, TASK, seed=0)
     rows = []
     print(f"kv_recall: {TASK.num_keys} keys, length {TASK.seq_len}; {args.steps} steps, batch 64, "
           f"{torch.get_num_threads()} threads")
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         for name, spec in KINDS.items():
             model = make_model(spec, seed)
             with attn.measure.stopwatch() as took:
-                attn.train.train(model, batches.__getitem__, loss_fn, steps=args.steps, lr=3e-3, warmup=50,
+                attn.book.train.train(model, batches.__getitem__, loss_fn, steps=args.steps, lr=3e-3, warmup=50,
                                  seed=seed, progress=False)
             acc = accuracy(model, test)
             rows.append({"attention": name, "seed": seed, "threads": torch.get_num_threads(),
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                          "train_s": round(took.seconds, 1)})
             print(f"{name:>16} seed {seed}: local {acc['local']:.3f}  long-range {acc['long_range']:.3f}  "
                   f"{took.seconds:.1f} s", flush=True)
-            write_rows(args.out, rows)  # after every run: a stopped sweep keeps its results
+            results.write(args.out, rows)  # after every run: a stopped sweep keeps its results
     return rows
 
 

@@ -1,6 +1,6 @@
 """Transformer-XL-style memory: a longer effective context, shown on a task that needs it.
 
-``attn.efficient.delayed_copy``: the target at position ``t`` is the token ``delay = 12`` positions
+``attn.book.data.delayed_copy``: the target at position ``t`` is the token ``delay = 12`` positions
 back. ``attn.efficient.SegmentRecurrentLM`` (1 layer, width 32, 2 heads, relative position bias)
 reads sequences of 64 tokens in segments of 16, once carrying the previous segment as memory and
 once without (each segment alone). Without memory, the first 12 positions of every segment cannot
@@ -13,14 +13,14 @@ position within the segment (segments 2-4 of the test sequences), per seed and s
 from __future__ import annotations
 
 import argparse
-import pathlib
 
 import torch
 import torch.nn.functional as F
 
 import attn
-from attn.efficient.results import write_rows
-from attn.efficient.recurrence import SegmentRecurrentLM, delayed_copy
+from attn.book import results
+from attn.book.data import delayed_copy
+from attn.efficient.recurrence import SegmentRecurrentLM
 
 SEGMENT, DELAY, LENGTH, VOCAB = 16, 12, 64, 16
 
@@ -54,7 +54,7 @@ def main(argv=None):
                    **{f"pos{p}": round(correct[p].item(), 4) for p in range(SEGMENT)}}
             rows.append(row)
             print(f"seed {seed} memory={memory}: accuracy {correct.mean():.3f} ({took.seconds:.0f} s)", flush=True)
-            write_rows(pathlib.Path(__file__).resolve().parent / "measured" / "efficient_recurrence.csv", rows)
+            results.write("efficient_recurrence", rows)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ methods and report medians, so drifts in machine load hit both alike.
 from __future__ import annotations
 
 import argparse
-import pathlib
 
 import torch
 
 import attn
+from attn.book import results
 
 
 def build(d_model: int = 256, num_layers: int = 4, num_heads: int = 4, vocab: int = 64, max_len: int = 640,
@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> float:
           f"matrix-vector products alone): {cpu['floor'] / n_new * 1e3:.2f} ms/token, "
           f"{cpu['floor'] / cpu['cache']:.0%} of the step")
     if not args.quick:  # the chapter on efficient attention shows the last full run
-        with open(pathlib.Path(__file__).resolve().parent / "measured" / "kv_cache.csv", "w") as f:
-            f.write("threads,new_tokens,cache_s,cache_cat_s,recompute_s,speedup\n"
-                    f"{torch.get_num_threads()},{n_new},{t_cache:.3f},{t_cat:.3f},{t_full:.3f},{ratio:.2f}\n")
+        results.write("kv_cache", [dict(threads=torch.get_num_threads(), new_tokens=n_new, cache_s=round(t_cache, 3),
+                                        cache_cat_s=round(t_cat, 3), recompute_s=round(t_full, 3),
+                                        speedup=round(ratio, 2))])
     return ratio
 
 

@@ -7,7 +7,7 @@ returns the weights) is timed too: it exists to teach, not to be fast.
     make bench        # or: .venv/bin/python benchmarks/sdpa_dispatch.py [--quick]
     .venv/bin/python benchmarks/sdpa_dispatch.py --paths   # record which kernel each call reaches
 
-``--paths`` records, for the calls of ``attn.efficient.sdpa_cases``, the path PyTorch takes on this
+``--paths`` records, for the calls of ``attn.book.efficient_attention.sdpa_cases``, the path PyTorch takes on this
 machine (fused kernel or math fallback), with the torch version, in
 ``benchmarks/measured/sdpa_dispatch.csv``: the efficient-attention chapter shows that record,
 because the dispatch changes between torch releases (torch 2.14 sends 3-D inputs to the fused kernel).
@@ -18,14 +18,13 @@ Timings (``attn.measure.compare``) interleave the implementations and report med
 from __future__ import annotations
 
 import argparse
-import csv
-import pathlib
 from functools import partial
 
 import torch
 import torch.nn.functional as F
 
 import attn
+from attn.book import results
 
 
 def run(sizes, causal: bool, repeats: int) -> list[tuple]:
@@ -51,15 +50,14 @@ def run(sizes, causal: bool, repeats: int) -> list[tuple]:
 
 def record_paths() -> None:
     """Write benchmarks/measured/sdpa_dispatch.csv: call, path, torch version."""
-    from attn.efficient import sdpa_cases, sdpa_path
+    from attn.book.efficient_attention import sdpa_cases
+    from attn.measure import sdpa_path
     q, k, v = (torch.randn(1, 8, 128, 64, generator=torch.Generator().manual_seed(i)) for i in range(3))
     version = torch.__version__.split("+")[0]
-    with open(pathlib.Path(__file__).resolve().parent / "measured" / "sdpa_dispatch.csv", "w", newline="") as f:
-        out = csv.writer(f, lineterminator="\n")
-        out.writerow(["call", "path", "torch"])
-        for name, fn in sdpa_cases(q, k, v).items():
-            out.writerow([name, sdpa_path(fn), version])
-            print(f"{name:>56}  {sdpa_path(fn)}")
+    rows = [dict(call=name, path=sdpa_path(fn), torch=version) for name, fn in sdpa_cases(q, k, v).items()]
+    for row in rows:
+        print(f"{row['call']:>56}  {row['path']}")
+    results.write("sdpa_dispatch", rows)
 
 
 def main() -> None:

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 import attn
-from attn.efficient.results import write_rows
+from attn.book import results
 
 RESULTS = pathlib.Path(__file__).resolve().parent / "results"
 TINY = (1, 4, 16, 2)  # B, L, D, H: the per-call overhead
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.part in ("decoding", "both"):
         rows.append(decoding(128 if args.quick else 512, max(rounds, 3)))
     out = args.out or RESULTS / f"speed_{args.threads}threads{'_quick' if args.quick else ''}.csv"
-    write_rows(out, rows)
+    results.write(out, rows)
     return rows
 
 

@@ -7,7 +7,7 @@ site loads no script, font or style from another host.
 - _assets/mathjax/          MathJax 3: the one build the pages use (tex-chtml.js) and what it loads
                             on demand (TeX extensions, CHTML fonts, menu and accessibility
                             components), not the whole distribution
-- _assets/widgets/runtime.js the book's own widget runtime (src/attn/widgets/static_runtime.js, ~6 kB):
+- _assets/widgets/runtime.js the book's own widget runtime (src/attn/book/widgets/static_runtime.js, ~6 kB):
                             it renders each explorer from the widget state saved in the page by
                             importing the explorer's own ES module. myst-nb loads it only on pages
                             that contain widgets. (JupyterLab and Colab use anywidget's runtime.)
@@ -38,7 +38,7 @@ MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"
 # The static site's widget runtime: a page with explorers loads only this, not the generic widget
 # bundle (@jupyter-widgets/html-manager's embed-amd.js with require.js: 3.6 MB, 0.9 MB gzip, plus 155 kB
 # of icon fonts) that hosted the same three explorers before.
-WIDGET_RUNTIME = ROOT / "src" / "attn" / "widgets" / "static_runtime.js"
+WIDGET_RUNTIME = ROOT / "src" / "attn" / "book" / "widgets" / "static_runtime.js"
 
 
 # ----- Font Awesome, cut down to the icons in use

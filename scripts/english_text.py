@@ -1,8 +1,8 @@
-"""Write attn's frozen English corpus, src/attn/texts/english.txt.gz, from CPython's pydoc_data.
+"""Write attn's frozen English corpus, src/attn/book/texts/english.txt.gz, from CPython's pydoc_data.
 
     python3.11 -m scripts.english_text
 
-The chapters and the trained checkpoints (src/attn/checkpoints) use this exact text, so it ships with
+The chapters and the trained checkpoints (src/attn/book/checkpoints) use this exact text, so it ships with
 the package instead of being read from the running Python: pydoc_data.topics differs between Python
 releases (3.12's has other topics). Run it only to replace the corpus on purpose; the checkpoints must
 then be retrained (scripts/train_variants.py) and the chapters re-executed. tests/test_models.py
@@ -16,7 +16,7 @@ import pathlib
 import re
 import sys
 
-OUT = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "texts" / "english.txt.gz"
+OUT = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "book" / "texts" / "english.txt.gz"
 
 
 def clean(topics: dict[str, str]) -> str:

@@ -3,7 +3,7 @@
     PYTHONPATH=src python -m scripts.export_weights [OUT_DIR]
 
 Writes ``OUT_DIR/gpt.model.json`` (default: ``_build/weights``, not committed: an explorer calls
-``attn.widgets.checkpoint_state`` and carries the same JSON in its widget state) and prints its size
+``attn.book.widgets.checkpoint_state`` and carries the same JSON in its widget state) and prints its size
 raw and gzip-compressed, in float16 (what the checkpoint stores) and float32 for comparison.
 """
 
@@ -12,7 +12,7 @@ import json
 import pathlib
 import sys
 
-from attn.widgets import checkpoint_state
+from attn.book.widgets import checkpoint_state
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -10,7 +10,7 @@
    package indexes are the ones pip is configured with (pip's own config and PIP_* variables).
 2. Installs what the Colab set-up cell installs: `attn` from a copy of this clone's files (not
    editable, no extras), plus `ipykernel` to run notebooks, plus the packages Colab already has
-   that a chapter asks for with `attn.notebook.require(...)` (e.g. transformers). Versions come
+   that a chapter asks for with `attn.book.notebook.require(...)` (e.g. transformers). Versions come
    from requirements.txt (as constraints), so the run is reproducible offline; with --newest they
    are the newest releases the indexes serve instead (--python picks the interpreter).
 3. Checks the installed package: not the source tree, carries the widgets' JS and CSS, and none
@@ -61,7 +61,7 @@ def clean_env(**extra) -> dict[str, str]:
 
 
 def chapter_requirements(paths: list[pathlib.Path]) -> list[str]:
-    """The packages the chapters ask for with attn.notebook.require(...), as pip names."""
+    """The packages the chapters ask for with attn.book.notebook.require(...), as pip names."""
     names: set[str] = set()
     for path in paths:
         for cell in json.loads(path.read_text())["cells"]:
@@ -117,8 +117,8 @@ def versions(py: pathlib.Path, names=("torch", "numpy", "transformers")) -> dict
 
 CHECK_INSTALL = r"""
 import importlib.util, json, pathlib, sys
-import attn, attn.widgets
-pkg = pathlib.Path(attn.__file__).parent
+import attn, attn.book.widgets
+pkg = pathlib.Path(attn.__file__).parent / "book"
 assets = sorted(p.name for p in (pkg / "widgets").iterdir() if p.suffix in {".js", ".css"})
 measured = sorted(p.name for p in (pkg / "measured").glob("*")) if (pkg / "measured").is_dir() else []
 print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets, "measured": measured,
@@ -129,12 +129,12 @@ print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets,
 def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
     out = _run([str(py), "-c", CHECK_INSTALL, *BUILD_PACKAGES], env=clean_env(), cwd=work).stdout
     info = json.loads(out.strip().splitlines()[-1])
-    expected = sorted(p.name for p in (ROOT / "src/attn/widgets").iterdir() if p.suffix in {".js", ".css"})
+    expected = sorted(p.name for p in (ROOT / "src/attn/book/widgets").iterdir() if p.suffix in {".js", ".css"})
     problems = []
     if not info["file"].startswith(info["prefix"]) or "site-packages" not in info["file"]:
         problems.append(f"attn is not installed in the fresh environment: imported from {info['file']}")
     if info["assets"] != expected:
-        problems.append(f"installed widget assets {info['assets']} differ from src/attn/widgets {expected}")
+        problems.append(f"installed widget assets {info['assets']} differ from src/attn/book/widgets {expected}")
     shipped = sorted(p.name for p in (ROOT / "benchmarks" / "measured").iterdir())
     if info["measured"] != shipped:  # copied in by setup.py: the chapters read them in Colab
         problems.append(f"installed measurements {info['measured']} differ from benchmarks/measured {shipped}")
@@ -146,7 +146,7 @@ def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
 
 KERNEL_NAME = "attn-fresh"
 # What `make test`'s kernel adds to the environment it inherits: glue writes myst-nb's records, so
-# that nbval compares them with the stored ones (attn.notebook.glue), and nothing points back at
+# that nbval compares them with the stored ones (attn.book.notebook.glue), and nothing points back at
 # the project's packages.
 # Every kernel of a fresh environment caches bytecode in it even where PYTHONDONTWRITEBYTECODE is
 # set: the first kernels compile what the chapters import, and the others read it (1.6 s of CPU

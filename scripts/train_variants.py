@@ -2,8 +2,8 @@
 
     PYTHONPATH=src python -m scripts.train_variants [bert gpt t5]
 
-Each recipe (``attn.pretraining.RECIPES``) is trained from seed 0 on the CPU with one thread, then
-stored as a float16 state dict (``src/attn/checkpoints/<name>.pt``) next to its training log
+Each recipe (``attn.book.pretraining.RECIPES``) is trained from seed 0 on the CPU with one thread, then
+stored as a float16 state dict (``src/attn/book/checkpoints/<name>.pt``) next to its training log
 (``<name>.json``: the loss of every step, the processor time, the parameter count, the recipe and the
 torch version). Re-running it reproduces the files on the same torch version and CPU.
 """
@@ -14,9 +14,9 @@ import sys
 
 import torch
 
-from attn import pretraining
+from attn.book import pretraining
 
-OUT = pathlib.Path(__file__).resolve().parent.parent / "src" / "attn" / "checkpoints"
+OUT = pathlib.Path(__file__).resolve().parent.parent / "src" / "attn" / "book" / "checkpoints"
 
 
 def main(names: list[str]) -> None:

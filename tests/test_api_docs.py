@@ -8,15 +8,18 @@ import typing
 
 import pytest
 
-import attn
 
 # A shape in a docstring: ``(B, L, D)``, ``(H,)``, ``(..., L, S)``, ``(max_len, d_model)``.
 SHAPE = re.compile(r"``\(\)``|``\((?:\.\.\.|\w+)(?:,\s*(?:\.\.\.|[\w+*/ -]+))*,?\)``|\(\.\.\., L, S\)|\((?:B|L|H), ")
 
 
 def _modules():
-    names = [m.name for m in pkgutil.iter_modules(attn.__path__) if not m.name.startswith("_")]
-    return [importlib.import_module(f"attn.{n}") for n in sorted(names)]
+    """Every public module of the library and of the book's material (``attn.book`` and its modules)."""
+    import attn.book
+
+    names = [f"attn.{m.name}" for m in pkgutil.iter_modules(attn.__path__) if not m.name.startswith("_")]
+    names += [f"attn.book.{m.name}" for m in pkgutil.iter_modules(attn.book.__path__) if not m.name.startswith("_")]
+    return [importlib.import_module(n) for n in sorted(names)]
 
 
 def _takes_or_gives_tensors(fn) -> bool:
@@ -59,7 +62,7 @@ def test_every_public_name_has_a_docstring_and_tensor_apis_state_shapes(mod):
 
 def test_api_reference_page_documents_every_module(root):
     page = (root / "book/api.md").read_text()
-    documented = set(re.findall(r"automodule:: (attn\.\w+)", page))
+    documented = set(re.findall(r"automodule:: (attn(?:\.\w+)+)", page))
     assert documented == {m.__name__ for m in _modules()}, "book/api.md must list every module of attn"
     assert "book/api" in (root / "_toc.yml").read_text()
     assert "{doc}`api`" in (root / "book/intro.md").read_text(), "the intro links the API reference"

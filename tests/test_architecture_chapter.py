@@ -102,33 +102,33 @@ def test_exercise_5_decoder_only_parameter_count_is_the_formula():
     assert sum(p.numel() for p in model.parameters()) == formula == 75_754_632
 
 
-# --- the chapter's harness, moved to attn.teaching
+# --- the chapter's helpers: attn.book.transformer_architecture
 
 
 def test_deep_encoder_layers_start_from_different_weights_and_xavier_changes_them():
-    from attn import teaching
+    from attn.book import transformer_architecture as chapter
 
     torch.manual_seed(0)
-    enc = teaching.deep_encoder(False, 3, d_model=16)
+    enc = chapter.deep_encoder(False, 3, d_model=16)
     w = [layer.ff.linear1.weight for layer in enc.layers]
     assert not torch.equal(w[0], w[1]) and enc.norm is None
-    assert teaching.deep_encoder(True, 2, d_model=16).norm is not None  # pre-LN's final LayerNorm
+    assert chapter.deep_encoder(True, 2, d_model=16).norm is not None  # pre-LN's final LayerNorm
     torch.manual_seed(0)
-    xavier = teaching.deep_encoder(False, 3, d_model=16, init="xavier")
+    xavier = chapter.deep_encoder(False, 3, d_model=16, init="xavier")
     bound = (6 / (16 + 64)) ** 0.5  # Xavier-uniform for a (64, 16) matrix
     assert xavier.layers[0].ff.linear1.weight.abs().max() <= bound
     assert xavier.layers[0].ff.linear1.weight.abs().max() > 0.9 * bound
     with pytest.raises(ValueError, match="init"):
-        teaching.deep_encoder(False, 2, init="kaiming")
+        chapter.deep_encoder(False, 2, init="kaiming")
 
 
 def test_layer_grad_norms_are_the_gradient_norm_of_each_layer():
-    from attn import teaching
+    from attn.book import transformer_architecture as chapter
 
-    norms, branch = teaching.layer_grad_norms(True, "default", n_layers=3, seed=0, d_model=16)
+    norms, branch = chapter.layer_grad_norms(True, "default", n_layers=3, seed=0, d_model=16)
     # the same computation written out: seed, stack, read-out, batch, loss, backward
     torch.manual_seed(0)
-    enc = teaching.deep_encoder(True, 3, 16)
+    enc = chapter.deep_encoder(True, 3, 16)
     head = nn.Linear(16, 32)
     g = torch.Generator().manual_seed(1000)
     x, y = torch.randn(8, 32, 16, generator=g), torch.randint(0, 32, (8, 32), generator=g)
@@ -140,29 +140,29 @@ def test_layer_grad_norms_are_the_gradient_norm_of_each_layer():
 
 @pytest.mark.parametrize("kind", ["EncoderLayer", "DecoderLayer", "Encoder", "Decoder", "Transformer"])
 def test_max_diff_from_torch_is_rounding_error_and_detects_a_change(kind):
-    from attn import teaching
+    from attn.book import transformer_architecture as chapter
 
-    assert teaching.max_diff_from_torch(kind, True, torch.float64) < 1e-12
-    assert teaching.max_diff_from_torch(kind, False, torch.float32) < 1e-5
-    ref, ours = teaching.torch_pair(kind, False)
+    assert chapter.max_diff_from_torch(kind, True, torch.float64) < 1e-12
+    assert chapter.max_diff_from_torch(kind, False, torch.float32) < 1e-5
+    ref, ours = chapter.torch_pair(kind, False)
     with torch.no_grad():
         next(ours.parameters()).add_(0.1)  # attn's copy no longer equals PyTorch's module
-    assert teaching.max_diff_from_torch(kind, False, pair=(ref, ours)) > 1e-3
+    assert chapter.max_diff_from_torch(kind, False, pair=(ref, ours)) > 1e-3
 
 
 def test_torch_pair_rejects_an_unknown_kind():
-    from attn import teaching
+    from attn.book import transformer_architecture as chapter
 
     with pytest.raises(ValueError, match="kind must be one of"):
-        teaching.torch_pair("Block", False)
+        chapter.torch_pair("Block", False)
 
 
 def test_shape_trace_records_every_submodule_in_order_and_removes_its_hooks():
-    from attn import teaching
+    from attn.book import transformer_architecture as chapter
 
     model = Transformer(32, 4, 1, 1, 64, dropout=0.0).eval()
     src, tgt = torch.randn(2, 6, 32), torch.randn(2, 5, 32)
-    trace = teaching.shape_trace(model, src, tgt)
+    trace = chapter.shape_trace(model, src, tgt)
     assert trace["encoder.layers.0.ff.linear1"] == (2, 6, 64)
     assert trace["decoder.layers.0.cross_attn"] == (2, 5, 32)
     assert list(trace)[0].startswith("encoder") and not any("dropout" in n for n in trace)

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import attn
-from attn import data, masks, viz
+from attn import masks
+from attn.book import data, viz
 from attn.blocks import Decoder, DecoderLayer, Encoder, EncoderLayer
 from attn.models import TokenModel
 

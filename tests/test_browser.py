@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from attn import masks
-from attn.widgets import MaskExplorer
+from attn.book.widgets import MaskExplorer
 
 def _errors(watch):
     """Every page error and console error, with no exception for "known noise"."""
@@ -150,7 +150,7 @@ def _page_showing_tokens(built_site, tokens) -> str:
     sys.path.insert(0, str(ROOT / "_ext"))
     from attn_book import sanitize_script_content
 
-    from attn.widgets import AttentionExplorer
+    from attn.book.widgets import AttentionExplorer
 
     html = (built_site / "book" / "explorers.html").read_text()
     m = re.search(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', html, flags=re.S)
@@ -240,7 +240,7 @@ def test_explorer_screenshots_are_not_blank(explorers, selector):
 
 def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
     """Each explorer's saved state under 200 kB; one that carries a model to run in the page (the
-    trained GPT's 107,264 float16 weights, 282 KiB in base64: attn.widgets.model_state) under 350 kB.
+    trained GPT's 107,264 float16 weights, 282 KiB in base64: attn.book.widgets.model_state) under 350 kB.
     The page as a whole stays within WIDGET_PAGE_BUDGET (below)."""
     found = 0
     for page in built_site.rglob("*.html"):
@@ -263,7 +263,7 @@ SIDEWAYS = """() => [...document.querySelectorAll('.bd-article pre, .bd-article 
   .map((e) => [e.scrollWidth, e.clientWidth, e.textContent.trim().slice(0, 60)])"""
 TEXT_PAGE_BUDGET = 1_500_000  # bytes transferred (gzip, as GitHub Pages serves) by a page without widgets
 # ... and by a page with explorers, their runtime included (issue 21; it was ~2.1 MB with the generic
-# widget bundle, 1.1 MB of it the bundle, its require.js and icon fonts: see src/attn/widgets/static_runtime.js)
+# widget bundle, 1.1 MB of it the bundle, its require.js and icon fonts: see src/attn/book/widgets/static_runtime.js)
 WIDGET_PAGE_BUDGET = 1_000_000
 
 

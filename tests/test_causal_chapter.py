@@ -15,7 +15,7 @@ from torch.testing import assert_close
 
 import attn
 from attn import masks, positional
-from attn.generation import greedy_with_step_mask, stepwise_logits
+from attn.book.causal_attention import greedy_with_step_mask, stepwise_logits
 from attn.models import TokenModel
 
 VOCAB, D, H = 23, 32, 4
@@ -228,7 +228,7 @@ def test_kv_cache_memory_arithmetic_of_exercise_4():
     assert 5.5 < weights * bytes_per_number / cache_bytes < 6.5  # "about a sixth"
 
 
-# --- the chapter's harness, moved into attn.teaching and attn.generation ---------------------------
+# --- the chapter's helpers: attn.book.causal_attention -------------------------------------------
 
 
 def test_greedy_with_step_mask_equals_generate_with_the_last_row_and_sizes_each_step_mask():
@@ -244,9 +244,9 @@ def test_greedy_with_step_mask_equals_generate_with_the_last_row_and_sizes_each_
 def test_token_dependency_is_lower_triangular_for_the_causal_mask_and_leaks_when_off_by_one():
     model = lm()
     x = torch.randint(0, VOCAB, (1, 9), generator=torch.Generator().manual_seed(7))
-    dep = attn.teaching.token_dependency(model, x, VOCAB)
+    dep = attn.book.causal_attention.token_dependency(model, x, VOCAB)
     assert dep.shape == (9, 9) and dep.triu(1).max() == 0 and (dep.diagonal() > 0).all()
-    broken = attn.teaching.token_dependency(model, x, VOCAB, mask=masks.causal(9, offset=1))
+    broken = attn.book.causal_attention.token_dependency(model, x, VOCAB, mask=masks.causal(9, offset=1))
     assert (broken.diagonal(1) > 0).all()  # each output moves with the next token
     assert torch.equal(dependency_by_hand(model, x)[:, 4], dep[:, 4])
 
@@ -264,35 +264,35 @@ def dependency_by_hand(model, x):
 
 
 def test_causal_alignment_names_what_each_function_does():
-    assert attn.teaching.causal_alignment(F.scaled_dot_product_attention) == "top-left"
-    assert attn.teaching.causal_alignment(attn.scaled_dot_product_attention) == "bottom-right"
+    assert attn.book.causal_attention.causal_alignment(F.scaled_dot_product_attention) == "top-left"
+    assert attn.book.causal_attention.causal_alignment(attn.scaled_dot_product_attention) == "bottom-right"
 
     def refuses(*_args, **_kwargs):
         raise ValueError("no")
 
-    assert attn.teaching.causal_alignment(refuses) == "an error"
-    assert attn.teaching.causal_alignment(lambda *args, **_kw: args[2][:, :1] * 0) == "other"
+    assert attn.book.causal_attention.causal_alignment(refuses) == "an error"
+    assert attn.book.causal_attention.causal_alignment(lambda *args, **_kw: args[2][:, :1] * 0) == "other"
 
 
 def test_fully_masked_outcomes_name_nan_uniform_overflow_and_zeros():
     mask = masks.combine(masks.causal(6), masks.padding([6, 3], 6).flip(-1))  # (B, L, S)
     g = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(2, 6, 4, generator=g) for _ in range(3))
-    f32 = attn.teaching.fully_masked_outcomes(q, k, v, mask)
+    f32 = attn.book.causal_attention.fully_masked_outcomes(q, k, v, mask)
     assert f32 == {"masked_fill(-inf)": "NaN", "masked_fill(-1e9)": "uniform over blocked keys",
                    "masked_fill(finfo.min)": "uniform over blocked keys", "attn weights": "zeros",
                    "attn output": "zeros"}
-    f16 = attn.teaching.fully_masked_outcomes(q.half(), k.half(), v.half(), mask)
+    f16 = attn.book.causal_attention.fully_masked_outcomes(q.half(), k.half(), v.half(), mask)
     assert f16["masked_fill(-1e9)"] == "error: overflow" and f16["attn output"] == "zeros"
 
 
 def test_next_token_windows_targets_are_the_inputs_shifted_by_one_and_lm_helpers_agree():
     ids = torch.arange(100) % VOCAB
-    x, y = attn.teaching.next_token_windows(ids, 4, 10, seed=0)
+    x, y = attn.book.causal_attention.next_token_windows(ids, 4, 10, seed=0)
     assert x.shape == y.shape == (4, 10) and torch.equal(x[:, 1:], y[:, :-1])
     assert torch.equal(y, (x + 1) % VOCAB)  # the text counts up: the next id follows
     model = lm()
-    loss, acc = attn.teaching.lm_evaluate(model, x, y)
-    assert_close(torch.tensor(loss), attn.teaching.token_loss(model, (x, y)).detach())
+    loss, acc = attn.book.causal_attention.lm_evaluate(model, x, y)
+    assert_close(torch.tensor(loss), attn.book.train.token_loss(model, (x, y)).detach())
     with torch.no_grad():
         assert acc == (model(x).argmax(-1) == y).float().mean().item() and 0 <= acc <= 1

@@ -67,7 +67,7 @@ def test_no_visible_checks_or_glue(chapter):
 
 
 def test_results_are_shown_as_results_not_printed(chapter):
-    """A result the reader reads is a displayed value (attn.viz.Results, Table, a figure), not a line
+    """A result the reader reads is a displayed value (attn.book.viz.Results, Table, a figure), not a line
     of print output: it reads as a result on the site, and the text edition keeps the same lines."""
     assert not chapter["prints"], f"print( in cells whose output the site shows (cell id, line): {chapter['prints']}"
 

@@ -13,7 +13,7 @@ from torch.testing import assert_close
 
 import attn
 from attn import masks
-from attn.data import CharVocab, DateTask
+from attn.book.data import CharVocab, DateTask
 from attn.models import Seq2Seq
 
 TOL = dict(atol=1e-5, rtol=1e-5)
@@ -206,7 +206,7 @@ def test_static_cache_and_decoder_parameter_arithmetic_of_exercise_5():
     assert 3.5 < cache / (layers * per_layer * bytes_per_float) < 4.0  # "almost four times"
 
 
-# --- the harness moved out of the chapter: attn.teaching's alignment scores, attn.measure's step FLOPs
+# --- the chapter's helpers: attn.book.cross_attention's alignment scores and step FLOPs
 
 def test_alignment_scores_are_one_for_the_true_alignment_and_the_baseline_for_uniform_rows():
     task = DateTask()
@@ -218,16 +218,16 @@ def test_alignment_scores_are_one_for_the_true_alignment_and_the_baseline_for_un
         a = task.alignment(s, g)  # (10, len(s))
         truth[b, 0, :10, : len(s)] = a / a.sum(-1, keepdim=True).clamp(min=1)
         uniform[b, 0, :, : len(s)] = 1 / len(s)
-    perfect = attn.teaching.alignment_scores(truth, pairs, task)
-    for field in [*attn.teaching.DATE_FIELDS, "all digits"]:
+    perfect = attn.book.cross_attention.alignment_scores(truth, pairs, task)
+    for field in [*attn.book.cross_attention.DATE_FIELDS, "all digits"]:
         assert_close(perfect["mass"][field], torch.ones(1))
     assert_close(perfect["hits"], torch.ones(1))
-    flat = attn.teaching.alignment_scores(uniform, pairs, task)
+    flat = attn.book.cross_attention.alignment_scores(uniform, pairs, task)
     for field, baseline in flat["uniform"].items():
         assert_close(flat["mass"][field], torch.tensor([baseline]), atol=1e-6, rtol=1e-5)
     assert 0 < flat["uniform"]["all digits"] < 0.5
     with pytest.raises(ValueError, match="len\\(pairs\\)"):
-        attn.teaching.alignment_scores(truth[:3], pairs, task)
+        attn.book.cross_attention.alignment_scores(truth[:3], pairs, task)
 
 
 def test_field_mass_and_year_breakdown_on_rows_that_look_at_one_known_place():
@@ -240,10 +240,10 @@ def test_field_mass_and_year_breakdown_on_rows_that_look_at_one_known_place():
         a = task.alignment(s, g)
         own[b, :10, : len(s)] = a / a.sum(-1, keepdim=True).clamp(min=1)
         space[b, :4, len(s) - 5] = 1.0
-    assert attn.teaching.year_digit_breakdown(own, pairs) == pytest.approx((1.0, 0.0, 0.0))
-    assert attn.teaching.year_digit_breakdown(space, pairs) == pytest.approx((0.0, 0.0, 1.0))
-    assert attn.teaching.date_field_mass(own, pairs) == pytest.approx(1.0, abs=1e-6)
-    assert attn.teaching.date_field_mass(space, pairs) == 0.0  # the space belongs to no field
+    assert attn.book.cross_attention.year_digit_breakdown(own, pairs) == pytest.approx((1.0, 0.0, 0.0))
+    assert attn.book.cross_attention.year_digit_breakdown(space, pairs) == pytest.approx((0.0, 0.0, 1.0))
+    assert attn.book.cross_attention.date_field_mass(own, pairs) == pytest.approx(1.0, abs=1e-6)
+    assert attn.book.cross_attention.date_field_mass(space, pairs) == 0.0  # the space belongs to no field
 
 
 def test_decoder_step_flops_reprojection_is_what_the_flop_counter_sees():
@@ -254,7 +254,7 @@ def test_decoder_step_flops_reprojection_is_what_the_flop_counter_sees():
     with torch.no_grad():
         once = attn.measure.flops(lambda: model.generate(src, steps, start_id=1))
         every_step = attn.measure.flops(lambda: model.generate(src, steps, start_id=1, cross_cache=False))
-    f = attn.measure.decoder_step_flops
+    f = attn.book.cross_attention.decoder_step_flops
     per_step = f(B, S, D, 0, reproject=True) - f(B, S, D, 0, reproject=False)
     assert per_step == 4 * B * S * D * D
     assert every_step - once == (steps - 1) * layers * per_step  # all steps after the first

@@ -1,13 +1,14 @@
 """The harness of book/debugging_attention.ipynb, moved into the package: seeded bug layers
-(attn.bugs.seeded, without_positions, init_probe, zoo), the text of a spread over seeds
-(attn.notebook.span) and the side-by-side weights table (attn.viz.weights_table)."""
+(attn.book.bugs.seeded, without_positions, init_probe, zoo), the text of a spread over seeds
+(attn.book.notebook.span) and the side-by-side weights table (attn.book.viz.weights_table)."""
 
 import pytest
 import torch
 
-from attn import bugs, diagnose
-from attn.notebook import span
-from attn.viz import weights_table
+from attn import diagnose
+from attn.book import bugs
+from attn.book.notebook import span
+from attn.book.viz import weights_table
 
 
 def test_seeded_layers_differ_from_the_reference_only_by_their_bug():

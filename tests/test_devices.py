@@ -79,6 +79,7 @@ CASES = {
         torch.zeros(6, dtype=torch.float32, device=d), True, 4, 6, (2, 2), t, d),
     # masks that take a device or work on given tensors
     "masks.causal": lambda d, _t: masks.causal(4, 6, offset=2, device=d),
+    "masks.sliding_window": lambda d, _t: masks.sliding_window(4, 6, window=2, is_causal=True, offset=2, device=d),
     "masks.masked_softmax": lambda d, t: masks.masked_softmax(rnd(d, t, 2, 4, 6), masks.causal(4, 6, device=d)),
     "masks.restrict": lambda d, t: masks.restrict(torch.zeros(4, 6, dtype=t, device=d), masks.causal(4, 6, device=d)),
     "masks.add_bias": lambda d, t: masks.add_bias(masks.causal(4, 6, device=d), rnd(d, t, 4, 6)),
@@ -163,17 +164,16 @@ NOT_ON_META = {
 #: public names that create no tensor on a device of their own choosing, or are not computations
 NOT_TENSOR_CODE = {
     # mask builders without a device argument: they return CPU masks by contract (move them with .to)
-    "masks.padding", "masks.cross_padding", "masks.sliding_window", "masks.dilated", "masks.local_global",
+    "masks.padding", "masks.cross_padding", "masks.dilated", "masks.local_global",
     "masks.bigbird", "masks.prefix_lm", "masks.seeded_uniform", "masks.random_keys",
     # tables and helpers computed once on the CPU, then registered as buffers that follow .to()
     "positional.sinusoidal_table", "positional.t5_bucket", "positional.alibi_slopes", "positional.ENCODINGS",
     "attention.record_attention",  # a context manager that records weights (covered by the modules it wraps)
-    "efficient.random_keys", "efficient.delayed_copy",  # seeded CPU data, documented as such
-    "efficient.KINDS", "efficient.sdpa_path", "efficient.measured", "efficient.kv_cache_bytes",
+    "efficient.random_keys",  # seeded CPU data, documented as such
+    "efficient.KINDS", "efficient.kv_cache_bytes",
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
-    "efficient.sdpa_cases",  # the calls whose kernel the efficient chapter records (thunks, not a computation)
     "efficient.online_softmax_steps",  # a float64 step-by-step view for a figure (yields Python floats)
-    "variants.comparison", "variants.comparison_markdown",
+    "variants.comparison",  # the four description cards as rows
     "blocks.ACTIVATIONS", "blocks.activation_function",  # a table of functions and its lookup (the layers run them)
 }
 
@@ -211,7 +211,8 @@ def test_vit_runs_on_the_meta_device():
 
 
 def test_every_public_tensor_function_and_module_has_a_case():
-    """A new public name must join CASES (or NOT_ON_META, or NOT_TENSOR_CODE with a reason)."""
+    """A new public name must join CASES (or NOT_ON_META, or NOT_TENSOR_CODE with a reason), and a
+    name listed here must exist."""
     covered = " ".join([*CASES, *NOT_ON_META])
     missing = []
     for mod in ("functional", "masks", "attention", "positional", "blocks", "models", "efficient", "variants"):
@@ -220,3 +221,5 @@ def test_every_public_tensor_function_and_module_has_a_case():
                 continue
             missing.append(f"{mod}.{name}")
     assert missing == [], f"public names without a device case: {missing}"
+    gone = [n for n in NOT_TENSOR_CODE if n.split(".")[1] not in getattr(attn, n.split(".")[0]).__all__]
+    assert gone == [], f"NOT_TENSOR_CODE names what the package no longer has: {gone}"

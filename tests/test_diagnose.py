@@ -1,5 +1,5 @@
 """attn.diagnose: every check passes on correct modules (ours and PyTorch's, in training mode) and
-fails on each bug of the zoo (attn.bugs) it is meant to catch; bad callables give a failed finding,
+fails on each bug of the zoo (attn.book.bugs) it is meant to catch; bad callables give a failed finding,
 not a crash; the report renders deterministically. The zoo's reference layer is itself checked
 against attn.MultiHeadAttention, and the causal chapter's small models are reused, not rebuilt."""
 
@@ -12,7 +12,8 @@ from torch import nn
 from torch.testing import assert_close
 
 import attn
-from attn import bugs, diagnose, masks
+from attn import diagnose, masks
+from attn.book import bugs
 
 D, H = 32, 4
 

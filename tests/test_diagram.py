@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 
 import attn  # noqa: E402
-from attn.diagram import (  # noqa: E402
+from attn.book.diagram import (  # noqa: E402
     ATTENTION_COLOURS,
     encoder_decoder,
     head_split,

@@ -2,7 +2,6 @@
 mask) or against the maths. Tolerances: float32 1e-5 unless stated; float64 1e-10."""
 
 import math
-import pathlib
 import re
 
 import pytest
@@ -10,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import attn
+from attn import book
 from attn import efficient as ef
 from attn import masks
 
@@ -514,38 +514,15 @@ def test_swapped_approximate_kinds_run_and_reject_what_they_cannot_do():
         ef.EfficientSelfAttention(16, 2, "linformer", rank=4, seq_len=30)(torch.randn(1, 30, 16), is_causal=True)
 
 
-# --- which kernel runs, and the shipped measurements ------------------------------------------------
+# --- which kernel runs ------------------------------------------------------------------------------
 
 def test_sdpa_path_sees_the_fused_cpu_kernel_and_the_math_fallbacks():
     q, k, v = qkv(1, 2, 16, 8)
-    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v)) == "fused (flash, CPU)"
-    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=masks.causal(16))) == "fused (flash, CPU)"
-    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)) == "math (matmul + softmax)"
-    assert ef.sdpa_path(lambda: F.scaled_dot_product_attention(q[0], k[0], v[0])) == "math (matmul + softmax)"
+    assert attn.measure.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v)) == "fused (flash, CPU)"
+    assert attn.measure.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=masks.causal(16))) == "fused (flash, CPU)"
+    assert attn.measure.sdpa_path(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)) == "math (matmul + softmax)"
+    assert attn.measure.sdpa_path(lambda: F.scaled_dot_product_attention(q[0], k[0], v[0])) == "math (matmul + softmax)"
     assert "bmm" in attn.measure.operators(lambda: attn.functional.explicit_attention(q, k, v))
-
-
-def test_measured_results_the_chapter_reads_are_shipped_and_load():
-    """Every measurement the efficient chapter reads is a shipped, non-empty CSV (the test fails if
-    there are none, rather than looping over nothing)."""
-    root = pathlib.Path(__file__).resolve().parents[1]
-    chapter = (root / "book" / "efficient_attention.ipynb").read_text()
-    used = set(re.findall(r'measured\(\\"(\w+)\\"\)', chapter))
-    shipped = {p.stem for p in ef.results.MEASURED.glob("*.csv")}
-    assert len(used) >= 8 and used <= shipped, (sorted(used), sorted(shipped))
-    for name in sorted(used):
-        rows = ef.measured(name)
-        assert rows, f"{name}.csv has no rows"
-        assert all(isinstance(v, (int, float, bool, str)) for row in rows for v in row.values())
-    with pytest.raises(FileNotFoundError, match="no measurement named 'nope'"):
-        ef.measured("nope")
-
-
-def test_measured_parses_numbers_and_booleans(tmp_path, monkeypatch):
-    monkeypatch.setattr(ef.results, "MEASURED", tmp_path)
-    (tmp_path / "x.csv").write_text("n,t,ok,kind\n3,0.5,True,tiled\n-2,1e-3,False,3x\n")
-    assert ef.measured("x") == [{"n": 3, "t": 0.5, "ok": True, "kind": "tiled"},
-                                {"n": -2, "t": 0.001, "ok": False, "kind": "3x"}]
 
 
 # --- Transformer-XL-style segment recurrence ----------------------------------------------------------
@@ -575,7 +552,7 @@ def test_memory_is_kept_without_gradient():
 
 
 def test_delayed_copy_targets_are_the_tokens_delay_back():
-    tokens, targets = ef.delayed_copy(3, 20, 5, seed=1)
+    tokens, targets = book.data.delayed_copy(3, 20, 5, seed=1)
     assert torch.equal(targets[:, 5:], tokens[:, :-5])
     assert (targets[:, :5] == -100).all()
 
@@ -736,25 +713,12 @@ def test_segment_memories_of_the_wrong_batch_or_width_are_named():
 @pytest.mark.parametrize("delay", [0, -1, 1.5])
 def test_delayed_copy_needs_a_positive_delay(delay):
     with pytest.raises(ValueError, match=rf"delay must be a positive integer, got {delay!r}"):
-        ef.delayed_copy(2, 8, delay)
-
-
-def test_write_rows_writes_what_measured_reads(tmp_path, monkeypatch):
-    from attn.efficient import results
-
-    rows = [{"L": 64, "ms": 1.5, "kind": "tiled"}, {"L": 128, "ms": 3.25, "kind": "full"}]
-    path = results.write_rows(tmp_path / "sub" / "bench_x.csv", rows)
-    monkeypatch.setattr(results, "MEASURED", path.parent)
-    assert results.measured("bench_x") == rows
-    with pytest.raises(ValueError, match="no rows"):
-        results.write_rows(tmp_path / "empty.csv", [])
+        book.data.delayed_copy(2, 8, delay)
 
 
 def test_meta_flops_equals_a_real_count_and_grows_as_n_squared_for_full_attention():
-    from attn import teaching
-
     q, k, v = (torch.randn(1, 4, 64, 32) for _ in range(3))
     with torch.no_grad():
         real = attn.measure.flops(attn.functional.explicit_attention, q, k, v)
-    assert teaching.meta_flops(attn.functional.explicit_attention, 64) == real == 2 * 2 * 4 * 64 * 64 * 32
-    assert teaching.meta_flops(ef.linear_attention, 128) < teaching.meta_flops(attn.functional.explicit_attention, 128)
+    assert book.efficient_attention.meta_flops(attn.functional.explicit_attention, 64) == real == 2 * 2 * 4 * 64 * 64 * 32
+    assert book.efficient_attention.meta_flops(ef.linear_attention, 128) < book.efficient_attention.meta_flops(attn.functional.explicit_attention, 128)

@@ -1,10 +1,11 @@
-"""attn.exercises: each checker accepts a correct answer and rejects the classic wrong ones with a reason."""
+"""attn.book.exercises: each checker accepts a correct answer and rejects the classic wrong ones with a reason."""
 
 import math
 
 import torch
 
-from attn import exercises, masks
+from attn import masks
+from attn.book import exercises
 from attn.positional import sinusoidal_table
 
 
@@ -82,8 +83,8 @@ def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass
         text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
         for block in re.findall(r":::\{dropdown\} Solution\n(.*?)\n:::", text, flags=re.S):
             for code in re.findall(r"```python\n(.*?)```", block, flags=re.S):
-                if "attn.exercises.check_" in code:
-                    used |= set(re.findall(r"attn\.exercises\.(check_\w+)", code))
+                if "attn.book.exercises.check_" in code:
+                    used |= set(re.findall(r"attn\.book\.exercises\.(check_\w+)", code))
                     exec(compile(code, f"{path.name}: solution", "exec"),
                          {"attn": attn, "torch": torch, "math": math})
     assert used == {n for n in exercises.__all__ if n.startswith("check_")}, "every checker is used by a chapter"

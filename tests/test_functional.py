@@ -447,3 +447,55 @@ def test_inputs_of_different_ranks_broadcast_their_batch_and_the_mask_fits(q_sha
 def test_an_empty_embedding_is_named_for_batched_inputs_too():
     with pytest.raises(ValueError, match=r"^q has an empty embedding E dimension \(shape \(1, 2, 0\)\)"):
         sdpa(torch.randn(1, 2, 0), torch.randn(1, 3, 0), torch.randn(1, 3, 4))
+
+
+# --- what mutation testing found unpinned (second round) -----------------------------------------
+
+def test_attend_has_the_defaults_of_scaled_dot_product_attention():
+    """``attend`` is the same computation minus the input checks: no mask, not causal, no dropout,
+    the output alone. L != S, so a causal default would block keys and differ."""
+    q, k, v = _qkv(2, L=5, S=7)
+    out = attn.functional.attend(q, k, v)
+    assert isinstance(out, torch.Tensor), "without return_weights the output comes alone"
+    assert_close(out, F.scaled_dot_product_attention(q, k, v), **TOL32)
+    assert_close(out, sdpa(q, k, v), **TOL32)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_bfloat16_scores_are_formed_in_float32_so_a_one_unit_gap_survives(weights):
+    """bfloat16 has float32's range (nothing overflows) but 8 significant bits: a score of 257
+    rounds to 256, and two keys whose scores differ by a whole unit would tie at weight 1/2.
+    PyTorch's kernel scores in float32 and gives softmax([256, 257]); the weights path must too."""
+    q = torch.tensor([[1.0, 1.0]], dtype=torch.bfloat16)
+    k = torch.tensor([[256.0, 0.0], [256.0, 1.0]], dtype=torch.bfloat16)  # q . k = 256 and 257
+    v = torch.tensor([[0.0], [1.0]], dtype=torch.bfloat16)  # the output is the weight of key 1
+    exact = torch.softmax(torch.tensor([[256.0, 257.0]], dtype=torch.float64), -1)  # 0.2689, 0.7311
+    res = sdpa(q, k, v, scale=1.0, return_weights=weights)
+    out = res[0] if weights else res
+    assert_close(out.double(), exact[:, 1:], atol=4e-3, rtol=0)  # bfloat16 rounding of 0.7311: 0.7305
+    assert_close(out, F.scaled_dot_product_attention(q, k, v, scale=1.0), atol=0, rtol=0)
+    if weights:
+        assert_close(res[1], exact.to(torch.bfloat16), atol=0, rtol=0)
+        out_e, w_e = attn.functional.explicit_attention(q, k, v, scale=1.0)
+        assert torch.equal(w_e, res[1]) and torch.equal(out_e, out)
+
+
+def test_weights_have_the_batch_of_the_output_with_or_without_a_mask():
+    """The weights are ``(..., L, S)`` beside an output ``(..., L, Ev)``: one batch for both, which
+    must not change when an all-allowing mask is passed."""
+    q, k, v = torch.randn(3, 4), torch.randn(5, 4), torch.randn(2, 5, 4)  # v alone holds the batch
+    out_m, w_m = sdpa(q, k, v, mask=torch.ones(3, 5, dtype=torch.bool), return_weights=True)
+    out, w = sdpa(q, k, v, return_weights=True)
+    assert out.shape == out_m.shape == (2, 3, 4)
+    assert_close(out, out_m, **TOL32)
+    assert w_m.shape == (2, 3, 5)
+    assert w.shape == w_m.shape
+
+
+def test_one_causal_query_builds_no_mask():
+    """A decoding step (one query after S - 1 cached keys) sees every key: is_causal blocks nothing,
+    so no triangle is built and PyTorch's kernel runs without a mask."""
+    q, k, v = _qkv(1, 2, L=1, S=6)
+    ops = attn.measure.operators(lambda: sdpa(q, k, v, is_causal=True))
+    assert "arange" not in ops and "masked_fill" not in ops, ops
+    assert_close(sdpa(q, k, v, is_causal=True), F.scaled_dot_product_attention(q, k, v), **TOL32)

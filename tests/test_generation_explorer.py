@@ -17,8 +17,8 @@ import torch
 from torch.testing import assert_close
 
 from attn import masks
-from attn.widgets import GenerationExplorer
-from attn.widgets._state import front_end
+from attn.book.widgets import GenerationExplorer
+from attn.book.widgets._state import front_end
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 NODE = shutil.which("node")

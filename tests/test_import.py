@@ -1,4 +1,4 @@
-"""`import attn` is cheap: the views (matplotlib, widgets), diagnose and exercises load on first use."""
+"""`import attn` is cheap: the library alone, its measuring tools and checks on first use."""
 
 import json
 import os
@@ -34,20 +34,19 @@ print(json.dumps([time.perf_counter() - wall, time.process_time() - cpu]))
     assert cpu < BUDGET_S, f"import attn took {cpu:.3f} s of CPU on top of import torch (wall: {runs})"
 
 
-def test_import_attn_loads_no_matplotlib_and_the_views_load_on_first_use():
+def test_import_attn_loads_no_matplotlib_and_its_tools_load_on_first_use():
+    """The library loads no view (and no module of attn.book: tests/test_layers.py); the measuring
+    tools and the checks load when first used."""
     code = """
 import sys
 import attn
-print(sorted(m for m in ("matplotlib", "attn.viz", "attn.diagram", "attn.diagnose", "attn.exercises",
-                         "attn.widgets", "anywidget") if m in sys.modules))
-print(all(name in dir(attn) for name in ("viz", "diagram", "diagnose", "exercises", "widgets")))
-print(callable(attn.viz.heatmap), callable(attn.diagnose.check), callable(attn.exercises.check_attention))
-from attn import diagram
-print(diagram is attn.diagram, "matplotlib" in sys.modules)
+print(sorted(m for m in ("matplotlib", "anywidget", "attn.diagnose", "attn.measure") if m in sys.modules))
+print(all(name in dir(attn) for name in ("diagnose", "measure")))
+print(callable(attn.diagnose.check), callable(attn.measure.seconds), "matplotlib" in sys.modules)
 """
     lines = _run(code).splitlines()
     assert lines[0] == "[]", f"import attn loaded {lines[0]}"
-    assert lines[1:] == ["True", "True True True", "True True"]
+    assert lines[1:] == ["True", "True True False"]
 
 
 def test_an_unknown_attribute_of_attn_is_an_attribute_error_naming_it():

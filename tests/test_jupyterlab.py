@@ -107,9 +107,9 @@ def test_explorers_render_and_respond_live_in_jupyterlab(root, lab, browser):
     page.wait_for_selector(".attn-online .attn-step", state="attached", timeout=120_000)
     page.fill(".attn-worked input[name=X][data-i='1'][data-j='2']", "-1.5")
     page.locator(".attn-worked input[name=is_causal]").check()
-    X = attn.teaching.worked_example()["X"]
+    X = attn.book.examples.worked_example()["X"]
     X[1, 2] = -1.5
-    ref = attn.widgets.WorkedExampleExplorer(X, is_causal=True).result()["out"]
+    ref = attn.book.widgets.WorkedExampleExplorer(X, is_causal=True).result()["out"]
     cells = page.eval_on_selector_all(".attn-worked span[data-name=out]",
                                       "cs => cs.map(c => [+c.dataset.i, +c.dataset.j, +c.dataset.value])")
     shown = torch.zeros_like(ref)
@@ -127,7 +127,7 @@ def test_explorers_render_and_respond_live_in_jupyterlab(root, lab, browser):
     gen.locator("input[name=prompt]").fill("keys ")
     maps = gen.locator("canvas.attn-gen-map")
     assert gen.locator(".attn-gen-live").get_attribute("data-length") == "5" and maps.count() == 8
-    reading = attn.widgets.GenerationExplorer("keys ", 20).reading()
+    reading = attn.book.widgets.GenerationExplorer("keys ", 20).reading()
     row = torch.tensor([float(x) for x in maps.last.get_attribute("data-weights").split(",")], dtype=torch.float64)
     torch.testing.assert_close(row, reading["weights"][1, 3, 4].double(), atol=1e-5, rtol=0)  # layer 2, head 4, last query
     assert gen.locator(".attn-gen-top li").count() == 5

@@ -1,4 +1,4 @@
-"""The static site's own widget runtime (src/attn/widgets/static_runtime.js).
+"""The static site's own widget runtime (src/attn/book/widgets/static_runtime.js).
 
 It replaces the generic widget bundle on the site's pages: it reads the page's saved widget state,
 imports each anywidget's own ES module and calls its render with a small model. Checked here: the
@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-RUNTIME = ROOT / "src" / "attn" / "widgets" / "static_runtime.js"
+RUNTIME = ROOT / "src" / "attn" / "book" / "widgets" / "static_runtime.js"
 NODE = shutil.which("node")
 
 

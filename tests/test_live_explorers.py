@@ -24,11 +24,11 @@ from torch.testing import assert_close
 
 import attn
 from attn import masks
-from attn.widgets import OnlineSoftmaxExplorer, WorkedExampleExplorer, state_size_bytes
-from attn.widgets._state import front_end
+from attn.book.widgets import OnlineSoftmaxExplorer, WorkedExampleExplorer, state_size_bytes
+from attn.book.widgets._state import front_end
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-WIDGETS = ROOT / "src" / "attn" / "widgets"
+WIDGETS = ROOT / "src" / "attn" / "book" / "widgets"
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the widgets' JavaScript cannot be run")
 TOL = dict(atol=1e-6, rtol=0)  # the browser's numbers against Python's (float64 both: in practice ~1e-15)
@@ -37,7 +37,7 @@ TOL = dict(atol=1e-6, rtol=0)  # the browser's numbers against Python's (float64
 # --------------------------------------------------------------------------- Python: the worked example
 def test_worked_example_starts_as_the_books_example_and_computes_it():
     e = WorkedExampleExplorer()
-    ex = attn.teaching.worked_example()
+    ex = attn.book.examples.worked_example()
     assert e.tokens == ex["tokens"] and e.is_causal is False
     for k in ("X", "W_Q", "W_K", "W_V"):
         assert torch.equal(torch.tensor(getattr(e, k)), ex[k].double())
@@ -302,12 +302,12 @@ def test_browser_worked_example_typed_numbers_equal_attn(site):
     page = site(WorkedExampleExplorer())
     assert_shows(page, WorkedExampleExplorer())
     page.fill(".attn-worked input[name=X][data-i='1'][data-j='2']", "-1.5")  # typed: one input event per fill
-    X = attn.teaching.worked_example()["X"]
+    X = attn.book.examples.worked_example()["X"]
     X[1, 2] = -1.5
     assert_shows(page, WorkedExampleExplorer(X))
     page.click(".attn-worked summary")  # the projections are editable too
     page.fill(".attn-worked input[name=W_V][data-i='0'][data-j='3']", "2.25")
-    W_V = attn.teaching.worked_example()["W_V"]
+    W_V = attn.book.examples.worked_example()["W_V"]
     W_V[0, 3] = 2.25
     assert_shows(page, WorkedExampleExplorer(X, W_V=W_V))
     page.focus(".attn-worked input[name=is_causal]")
@@ -336,7 +336,7 @@ def test_browser_worked_example_bad_input_shows_a_message_and_breaks_nothing(sit
         assert torch.equal(shown(page, "weights"), before), "the last valid numbers stay"
     page.fill(field, "\u22122")  # a typographic minus is a minus
     assert not message.is_visible() and page.get_attribute(".attn-worked", "data-state") == "ok"
-    X = attn.teaching.worked_example()["X"]
+    X = attn.book.examples.worked_example()["X"]
     X[0, 0] = -2
     assert_shows(page, WorkedExampleExplorer(X))
 
@@ -442,7 +442,7 @@ def test_browser_live_explorers_fit_390_px_and_answer_an_edit_within_100_ms_at_4
           f"({max(worked[0]):.1f}), painted {median(worked[1]):.1f}; online softmax {median(online[0]):.1f} "
           f"({max(online[0]):.1f}), painted {median(online[1]):.1f}")
     assert median(worked[0]) < 100 and median(online[0]) < 100, (worked, online)
-    X = attn.teaching.worked_example()["X"]
+    X = attn.book.examples.worked_example()["X"]
     X[2, 1] = 1
     assert_shows(page, WorkedExampleExplorer(X))  # the last edit drew the right numbers
 

@@ -1,5 +1,7 @@
 """attn.masks: one convention (True = may attend), checked against direct constructions."""
 
+import re
+
 import pytest
 import torch
 from torch.testing import assert_close
@@ -231,6 +233,11 @@ META = torch.device("meta")
     (lambda: masks.bigbird(4, window=1, num_random=1.5), "num_random must be a non-negative integer, got 1.5"),
     (lambda: masks.bigbird(4, window=1, num_random=True), "num_random must be a non-negative integer, got True"),
     (lambda: masks.prefix_lm(4, 5), r"prefix must lie in \[0, L=4\], got 5"),
+    (lambda: masks.random_keys(0, num_random=1), "L must be a positive integer, got 0"),
+    (lambda: masks.random_keys(3, 0, num_random=1), "S must be a positive integer, got 0"),
+    (lambda: masks.random_keys(3, num_random=-1), "num_random must be a non-negative integer, got -1"),
+    (lambda: masks.random_keys(3, 2, num_random=3), r"num_random \(3\) cannot exceed the number of keys S \(2\)"),
+    (lambda: masks.random_keys(2, num_random=3), r"num_random \(3\) cannot exceed the number of keys S \(2\)"),
     (lambda: masks.combine(masks.causal(3, 4), masks.causal(2, 4)),
      r"combine\(\) got masks of shapes \(3, 4\) and \(2, 4\), which do not broadcast \(argument 1 against the ones "
      r"before it\): each must be \(L, S\), \(B, L, S\) or broadcast to one of them"),
@@ -376,3 +383,37 @@ def test_sliding_window_offset_puts_the_queries_at_the_last_positions():
     assert torch.equal(m, masks.sliding_window(S, window=w, is_causal=True)[-L:])  # the last rows of the square
     assert torch.equal(m, masks.causal(L, S, offset=S - L) & ~masks.causal(L, S, offset=S - L - w))
     assert torch.equal(masks.sliding_window(L, S, window=w, offset=S - L), masks.sliding_window(S, window=w)[-L:])
+
+
+# --- what mutation testing found unpinned (second round) -----------------------------------------
+
+@pytest.mark.parametrize("lengths,S", [([1, 4], 3), ([4, 1], 3), ([2, -1], 3), ([-1, 2, 3], None)])
+def test_padding_rejects_one_bad_length_among_good_ones(lengths, S):
+    """Every length is checked, not only a batch whose lengths are all bad."""
+    shown = max(lengths) if S is None else S
+    with pytest.raises(ValueError, match=rf"^lengths must lie in \[0, S={shown}\], got {re.escape(str(lengths))}$"):
+        masks.padding(lengths, S)
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sliding_window_is_built_on_the_requested_device(is_causal):
+    m = masks.sliding_window(3, 5, window=2, is_causal=is_causal, offset=2, device=META)
+    assert m.device == META and m.shape == (3, 5) and m.dtype == torch.bool
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second device: the lengths' device decides")
+def test_padding_is_built_on_the_device_of_the_lengths():
+    lengths = torch.tensor([2, 4, 1], device="cuda")
+    m = masks.padding(lengths, 5, L=2)
+    assert m.device == lengths.device
+    assert torch.equal(m.cpu(), masks.padding([2, 4, 1], 5, L=2))
+
+
+def test_random_keys_without_a_seed_are_the_keys_of_bigbird_without_one():
+    """One default seed (0) for the generator and for bigbird, so unseeded calls agree."""
+    keys = masks.random_keys(8, num_random=2)
+    assert torch.equal(keys, masks.random_keys(8, num_random=2, seed=0))
+    mask = masks.local_global(8, window=1, global_tokens=())
+    mask[torch.arange(8).unsqueeze(1), keys] = True
+    assert torch.equal(mask, masks.bigbird(8, window=1, global_tokens=()))
+    assert not torch.equal(keys, masks.random_keys(8, num_random=2, seed=1))

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import attn
-from attn.widgets import AttentionExplorer, MaskExplorer, PositionalEncodingExplorer
+from attn.book.widgets import AttentionExplorer, MaskExplorer, PositionalEncodingExplorer
 
 PHONE = {"width": 390, "height": 844}
 # A phone as Playwright emulates one: its screen, 2 device pixels per CSS pixel, a touch screen.

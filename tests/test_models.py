@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import attn
-from attn import data
+from attn.book import data
 from attn.models import Seq2Seq, TokenModel
 
 
@@ -135,7 +135,7 @@ def test_training_loop_learns_a_trivial_task_and_is_deterministic():
         model = TokenModel(10, d_model=16, num_heads=2, num_layers=1, max_len=8)
         batch = lambda step: torch.randint(0, 10, (32, 8), generator=torch.Generator().manual_seed(step))  # noqa: E731
         loss = lambda m, x: F.cross_entropy(m(x).flatten(0, 1), x.flatten())  # noqa: E731
-        return attn.train.train(model, batch, loss, steps=60, lr=1e-2, progress=False)
+        return attn.book.train.train(model, batch, loss, steps=60, lr=1e-2, progress=False)
 
     a, b = run(), run()
     assert a == b
@@ -149,7 +149,7 @@ def _train_tiny(seed: int) -> list[float]:
     model = torch.nn.Linear(4, 1)
     g = torch.Generator().manual_seed(seed)
     data = [(torch.randn(8, 4, generator=g), torch.randn(8, 1, generator=g)) for _ in range(5)]
-    return attn.train.train(model, data.__getitem__, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
+    return attn.book.train.train(model, data.__getitem__, lambda m, b: ((m(b[0]) - b[1]) ** 2).mean(),
                             steps=5, seed=seed, progress=False)
 
 
@@ -157,6 +157,6 @@ def test_runs_side_by_side_give_the_serial_results_in_order():
     import attn
 
     serial = [_train_tiny(s) for s in (0, 1, 2)]
-    assert attn.train.run_side_by_side(_train_tiny, (0, 1, 2), workers=2) == serial
-    assert attn.train.run_side_by_side(_train_tiny, (0, 1, 2), workers=1) == serial
+    assert attn.book.train.run_side_by_side(_train_tiny, (0, 1, 2), workers=2) == serial
+    assert attn.book.train.run_side_by_side(_train_tiny, (0, 1, 2), workers=1) == serial
     assert serial[0] != serial[1]

@@ -24,7 +24,7 @@ def test_fused_multi_head_equals_a_loop_over_single_heads_from_weight_slices(B, 
     with torch.no_grad():
         fused, fused_w = mha(x, mask=mask, need_weights=True, average_weights=False)
         fast, _ = mha(x, mask=mask)  # the fused kernel, without weights
-        per_head = [attn.teaching.single_head(mha, h)(x, mask=mask, need_weights=True) for h in range(H)]
+        per_head = [attn.book.multi_head_attention.single_head(mha, h)(x, mask=mask, need_weights=True) for h in range(H)]
     looped = sum(out for out, _ in per_head)
     if bias:
         looped = looped + mha.out_proj.bias
@@ -88,10 +88,10 @@ def test_flop_formula_equals_the_flop_counter_on_the_explicit_path(H):
     assert _flops(B, L, L, D, H) == _flops(B, L, L, D, 1), "the head count cancels out of the FLOPs"
 
 
-@pytest.mark.parametrize("task", [attn.data.KVRecall(), attn.data.KVRecall(num_keys=5, num_values=3, num_queries=5)])
+@pytest.mark.parametrize("task", [attn.book.data.KVRecall(), attn.book.data.KVRecall(num_keys=5, num_values=3, num_queries=5)])
 def test_kv_sum_targets_are_the_matching_value_plus_the_previous_digit_by_brute_force(task):
     K, V, Q = task.num_keys, task.num_values, task.num_queries
-    tokens, targets, kind = attn.data.kv_sum(50, task, seed=3)
+    tokens, targets, kind = attn.book.data.kv_sum(50, task, seed=3)
     assert tokens.shape == targets.shape == kind.shape == (50, K + 2 * Q)
     assert int(tokens.min()) >= 0 and int(tokens.max()) < task.vocab_size + V
     for seq, tgt, knd in zip(tokens.tolist(), targets.tolist(), kind.tolist(), strict=True):
@@ -104,38 +104,38 @@ def test_kv_sum_targets_are_the_matching_value_plus_the_previous_digit_by_brute_
                 digit = seq[i - 1] - task.vocab_size
                 assert tgt[i] == value_of[seq[i] - K * V] + digit and knd[i] == 3
             else:
-                assert tgt[i] == attn.data.IGNORE and knd[i] == 0
+                assert tgt[i] == attn.book.data.IGNORE and knd[i] == 0
                 assert (seq[i] < K * V) if i < K else (seq[i] >= task.vocab_size)
         query_keys = [seq[i] - K * V for i in range(K + 1, K + 2 * Q, 2)]
         assert len(set(query_keys)) == Q, "queries ask distinct keys"
 
 
 def test_kv_sum_is_deterministic_for_a_seed_and_varies_with_it():
-    a, b, c = (attn.data.kv_sum(20, seed=s) for s in (7, 7, 8))
+    a, b, c = (attn.book.data.kv_sum(20, seed=s) for s in (7, 7, 8))
     for x, y in zip(a, b, strict=True):
         assert torch.equal(x, y)
     assert not torch.equal(a[0], c[0])
     # every digit and every value of a target occurs: the targets cover 0 .. 2V - 2
-    _, targets, kind = attn.data.kv_sum(2000, seed=0)
-    assert set(targets[kind == 3].tolist()) == set(range(2 * attn.data.KVRecall().num_values - 1))
+    _, targets, kind = attn.book.data.kv_sum(2000, seed=0)
+    assert set(targets[kind == 3].tolist()) == set(range(2 * attn.book.data.KVRecall().num_values - 1))
 
 
 @pytest.mark.parametrize("H", [1, 2, 4, 8])
 def test_mha_flops_formula_equals_the_counter_and_the_closed_form(H):
     B, L, S, D = 2, 7, 11, 32
-    f = attn.teaching.mha_flops(B, L, S, D, H)
+    f = attn.book.multi_head_attention.mha_flops(B, L, S, D, H)
     assert sum(f.values()) == _flops(B, L, S, D, H, self_attention=False) == 4 * B * D * D * (L + S) + 4 * B * L * S * D
     mha = attn.MultiHeadAttention(D, H)
     x, memory = torch.randn(B, L, D), torch.randn(B, S, D)
     assert _counted(lambda: mha(x, memory, need_weights=True)) == sum(f.values())
-    assert sum(p.numel() for p in mha.parameters()) == attn.teaching.mha_params(D)
+    assert sum(p.numel() for p in mha.parameters()) == attn.book.multi_head_attention.mha_params(D)
     with pytest.raises(ValueError, match="H must divide D"):
-        attn.teaching.mha_flops(B, L, S, 10, 3)
+        attn.book.multi_head_attention.mha_flops(B, L, S, 10, 3)
 
 
 def test_single_head_rejects_a_head_index_out_of_range():
     with pytest.raises(ValueError, match="0 .. 1, got 2"):
-        attn.teaching.single_head(attn.MultiHeadAttention(8, 2), 2)
+        attn.book.multi_head_attention.single_head(attn.MultiHeadAttention(8, 2), 2)
 
 
 def test_heads_removed_silences_exactly_those_heads_and_restores_the_mask():
@@ -144,21 +144,21 @@ def test_heads_removed_silences_exactly_those_heads_and_restores_the_mask():
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
         full = mha(x)[0]
-        with attn.teaching.heads_removed(mha, [1, 3]):
+        with attn.book.multi_head_attention.heads_removed(mha, [1, 3]):
             ablated = mha(x)[0]
             assert mha.head_mask.tolist() == [1.0, 0.0, 1.0, 0.0]
-        kept = sum(attn.teaching.single_head(mha, h)(x)[0] for h in (0, 2)) + mha.out_proj.bias
+        kept = sum(attn.book.multi_head_attention.single_head(mha, h)(x)[0] for h in (0, 2)) + mha.out_proj.bias
     assert mha.head_mask is None
     assert_close(ablated, kept, **TOL)
     assert not torch.allclose(ablated, full)
-    with pytest.raises(ValueError, match="removed must hold head indices"), attn.teaching.heads_removed(mha, [4]):
+    with pytest.raises(ValueError, match="removed must hold head indices"), attn.book.multi_head_attention.heads_removed(mha, [4]):
         pass
 
 
 def test_answer_positions_hold_each_target_by_brute_force():
-    task = attn.data.KVRecall()
-    tokens, targets, kind = attn.data.kv_recall(200, task, seed=5)
-    pos = attn.teaching.answer_positions(tokens, task)
+    task = attn.book.data.KVRecall()
+    tokens, targets, kind = attn.book.data.kv_recall(200, task, seed=5)
+    pos = attn.book.multi_head_attention.answer_positions(tokens, task)
     K, V = task.num_keys, task.num_values
     for seq, p, tgt, knd in zip(tokens.tolist(), pos.tolist(), targets.tolist(), kind.tolist(), strict=True):
         for i in range(len(seq)):
@@ -171,9 +171,9 @@ def test_answer_positions_hold_each_target_by_brute_force():
 
 
 def test_kv_sum_answer_positions_give_the_digit_and_the_value_that_add_up_to_the_target():
-    task = attn.data.KVRecall()
-    tokens, targets, kind = attn.data.kv_sum(300, task, seed=4)
-    prev_pos, key_pos = attn.teaching.kv_sum_answer_positions(tokens, task)
+    task = attn.book.data.KVRecall()
+    tokens, targets, kind = attn.book.data.kv_sum(300, task, seed=4)
+    prev_pos, key_pos = attn.book.multi_head_attention.kv_sum_answer_positions(tokens, task)
     q = kind == 3
     assert torch.equal(prev_pos >= 0, q) and torch.equal(key_pos >= 0, q)
     digit = tokens.gather(1, prev_pos.clamp_min(0)) - task.vocab_size
@@ -185,7 +185,7 @@ def test_kv_sum_answer_positions_give_the_digit_and_the_value_that_add_up_to_the
 def test_weight_on_reads_each_heads_weight_at_the_given_key():
     w = torch.rand(3, 2, 4, 5)  # (n, H, T, S)
     pos = torch.tensor([[0, 4, 2, -1], [1, 1, 1, 1], [3, 0, 4, 2]])
-    got = attn.teaching.weight_on(w, pos)
+    got = attn.book.multi_head_attention.weight_on(w, pos)
     assert got.shape == (2, 3, 4)
     for n in range(3):
         for h in range(2):
@@ -194,21 +194,21 @@ def test_weight_on_reads_each_heads_weight_at_the_given_key():
 
 
 def test_token_loss_on_kv_batches_is_cross_entropy_over_the_positions_with_a_target_only():
-    task = attn.data.KVRecall()
-    batch = attn.data.kv_recall(4, task, seed=1)
-    model = attn.teaching.kv_model(task, 16, 2, seed=0)
+    task = attn.book.data.KVRecall()
+    batch = attn.book.data.kv_recall(4, task, seed=1)
+    model = attn.book.multi_head_attention.kv_model(task, 16, 2, seed=0)
     tokens, targets, _ = batch
     with torch.no_grad():
         logits = model(tokens)
-        keep = targets != attn.data.IGNORE
+        keep = targets != attn.book.data.IGNORE
         by_hand = -logits.log_softmax(-1)[keep].gather(-1, targets[keep][:, None]).mean()
-        assert_close(attn.teaching.token_loss(model, batch), by_hand)
-    acc = attn.teaching.kv_accuracy(model, batch)
+        assert_close(attn.book.train.token_loss(model, batch), by_hand)
+    acc = attn.book.multi_head_attention.kv_accuracy(model, batch)
     assert set(acc) == {1, 2} and all(0.0 <= a <= 1.0 for a in acc.values())
 
 
 def _sweep() -> dict:
-    return attn.efficient.measured("head_sweep")
+    return attn.book.results.measured("head_sweep")
 
 
 def test_stored_head_sweep_covers_every_head_count_with_five_seeds():

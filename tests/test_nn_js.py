@@ -1,4 +1,4 @@
-"""attn.widgets' _nn.js (the models' maths in the front end) equals attn and PyTorch, run under node.
+"""attn.book.widgets' _nn.js (the models' maths in the front end) equals attn and PyTorch, run under node.
 
 The JavaScript is the file the explorers load (``front_end(..., parts=(..., "_nn.js"))``); here it runs
 as a module of its own through tests/js/run_esm.mjs. References are computed by attn at test time, so
@@ -17,10 +17,10 @@ from torch.testing import assert_close
 
 from attn import functional, masks
 from attn.efficient import online_softmax_steps
-from attn.widgets._state import front_end
+from attn.book.widgets._state import front_end
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-NN = ROOT / "src" / "attn" / "widgets" / "_nn.js"
+NN = ROOT / "src" / "attn" / "book" / "widgets" / "_nn.js"
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the front end's maths cannot be run")
 
@@ -131,7 +131,7 @@ def test_front_end_puts_the_parts_asked_for_in_front_and_refuses_unknown_ones():
 from attn import positional as pos  # noqa: E402
 from attn.attention import record_attention  # noqa: E402
 from attn.models import TokenModel  # noqa: E402
-from attn.widgets.model_state import checkpoint_state, model_state  # noqa: E402
+from attn.book.widgets.model_state import checkpoint_state, model_state  # noqa: E402
 
 V, D, H, MAX_LEN = 11, 16, 4, 12
 POSITIONAL = ["none", "sinusoidal", "learned", "rope", "alibi"]
@@ -229,7 +229,7 @@ def test_js_runs_the_trained_gpt_checkpoint_as_pytorch_does():
     size) within 2e-5: at 64 tokens float32's own rounding reached 1.3e-5 in one logit (measured),
     which is PyTorch's error, not the front end's, as the float64 comparison shows.
     """
-    from attn import pretraining
+    from attn.book import pretraining
 
     spec = checkpoint_state("gpt")
     model, _ = pretraining.load("gpt")

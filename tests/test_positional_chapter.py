@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attn
-from attn import data
+from attn.book import data
 from attn import positional as P
 from attn.models import TokenModel
-from attn.teaching import offset_matrix
+from attn.book.positional_encodings import offset_matrix
 
 
-# --- attn.data.last_write ---------------------------------------------------------------------------
+# --- attn.book.data.last_write ---------------------------------------------------------------------------
 
 def test_last_write_is_deterministic_for_a_seed():
     a = data.last_write(40, 30, seed=5)
@@ -133,7 +133,7 @@ def test_training_on_length_n_never_touches_learned_rows_or_t5_buckets_past_n():
         assert bool(grad[:N].abs().sum(-1).gt(0).all()), "every row below N receives one"
 
 
-# --- the harness moved out of the chapter: attn.data.previous_token and attn.teaching's helpers
+# --- the chapter's helpers: attn.book.data.previous_token and attn.book.positional_encodings
 
 def test_previous_token_targets_are_the_tokens_shifted_by_one():
     tokens, targets = data.previous_token(5, 12, 7, seed=3)
@@ -154,16 +154,16 @@ def test_offset_matrix_rejects_an_odd_width():
 def test_diagonal_spread_is_zero_exactly_when_scores_depend_on_the_offset_only():
     r = torch.arange(6)
     toeplitz = torch.cos(0.3 * (r[None, :] - r[:, None]).double())  # (6, 6), a function of n - m
-    assert attn.teaching.diagonal_spread(toeplitz) < 1e-12
+    assert attn.book.positional_encodings.diagonal_spread(toeplitz) < 1e-12
     bumped = toeplitz.clone()
     bumped[2, 4] += 0.5
-    assert attn.teaching.diagonal_spread(bumped) == pytest.approx(0.5)
+    assert attn.book.positional_encodings.diagonal_spread(bumped) == pytest.approx(0.5)
 
 
 def test_own_buckets_counts_the_leading_distances_with_a_bucket_of_their_own():
-    assert attn.teaching.own_buckets(torch.tensor([0, 1, 2, 3, 3, 4])) == 3
-    assert attn.teaching.own_buckets(torch.tensor([0, 1, 2])) == 3
-    assert attn.teaching.own_buckets(P.t5_bucket(-torch.arange(200), bidirectional=False)) == 16
+    assert attn.book.positional_encodings.own_buckets(torch.tensor([0, 1, 2, 3, 3, 4])) == 3
+    assert attn.book.positional_encodings.own_buckets(torch.tensor([0, 1, 2])) == 3
+    assert attn.book.positional_encodings.own_buckets(P.t5_bucket(-torch.arange(200), bidirectional=False)) == 16
 
 
 def test_token_loss_and_correct_per_position_match_a_direct_computation():
@@ -173,8 +173,8 @@ def test_token_loss_and_correct_per_position_match_a_direct_computation():
     with torch.no_grad():
         logits = model(tokens)  # (B, L, V)
         expected = F.cross_entropy(logits.reshape(-1, 16), targets.reshape(-1), ignore_index=data.IGNORE)
-        assert_close(attn.teaching.token_loss(model, (tokens, targets)), expected)
-    correct = attn.teaching.correct_per_position(model, tokens, targets)
+        assert_close(attn.book.train.token_loss(model, (tokens, targets)), expected)
+    correct = attn.book.positional_encodings.correct_per_position(model, tokens, targets)
     by_loop = [sum(int(logits[b, t].argmax()) == int(targets[b, t]) for b in range(8) if targets[b, t] >= 0)
                for t in range(12)]
     assert correct.tolist() == by_loop and correct[0] == 0

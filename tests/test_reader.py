@@ -176,11 +176,11 @@ def test_no_chapter_imports_a_book_build_package():
 
 
 def test_glue_works_without_myst_nb():
-    """attn.notebook.glue in a process where myst_nb cannot be imported: no error, nothing returned."""
+    """attn.book.notebook.glue in a process where myst_nb cannot be imported: no error, nothing returned."""
     code = (
         "import sys; sys.modules['myst_nb'] = None\n"
         "import importlib.util as u; u.find_spec = (lambda f: (lambda n, *a: None if n == 'myst_nb' else f(n, *a)))(u.find_spec)\n"
-        "from attn.notebook import glue\n"
+        "from attn.book.notebook import glue\n"
         "assert glue('x', 0.5) is None  # a cell ending with glue shows nothing more\n"
         "print('glued')\n"
     )
@@ -194,7 +194,7 @@ GLUE_OUTPUTS = (
     "from IPython.core.interactiveshell import InteractiveShell\n"
     "from IPython.utils.capture import capture_output\n"
     "InteractiveShell.instance()\n"
-    "from attn.notebook import glue\n"
+    "from attn.book.notebook import glue\n"
     "with capture_output() as c:\n"
     "    glue('ratio', 0.5); glue('bound', '1e-05'); glue('count', 12, display=True); glue('pair', (1, 2.5))\n"
     "print(json.dumps([[o.data, o.metadata] for o in c.outputs]))\n"
@@ -224,7 +224,7 @@ def test_glue_without_myst_nb_writes_myst_nbs_records_only_when_the_test_run_ask
 
 
 def test_require_names_the_missing_package_and_the_install_command():
-    from attn.notebook import require
+    from attn.book.notebook import require
 
     require("torch")  # present: nothing happens
     with pytest.raises(ModuleNotFoundError, match=r"needs the package 'no_such_pkg_xyz'.*pip install no-such-pkg") as e:
@@ -233,7 +233,7 @@ def test_require_names_the_missing_package_and_the_install_command():
 
 
 def test_glue_rejects_a_name_the_prose_cannot_refer_to():
-    from attn.notebook import glue
+    from attn.book.notebook import glue
 
     with pytest.raises(ValueError, match="glue name"):
         glue("two words", 1)
@@ -241,7 +241,7 @@ def test_glue_rejects_a_name_the_prose_cannot_refer_to():
 
 
 def test_below_shows_the_bound_a_rounding_level_value_stays_under():
-    from attn.notebook import below
+    from attn.book.notebook import below
 
     assert below(4.8e-07, 1e-6) == "1e-06"
     assert below(0.0, 1e-5) == "1e-05"
@@ -252,7 +252,7 @@ def test_below_shows_the_bound_a_rounding_level_value_stays_under():
 
 def test_require_of_a_submodule_whose_package_is_missing_names_the_install_command():
     """``find_spec("pkg.sub")`` raises when ``pkg`` is missing; require still says what to install."""
-    from attn.notebook import require
+    from attn.book.notebook import require
 
     with pytest.raises(ModuleNotFoundError, match=r"needs the package 'no_such_pkg_xyz.sub'.*pip install no-such-pkg"):
         require("no_such_pkg_xyz.sub", pip="no-such-pkg")

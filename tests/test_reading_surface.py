@@ -12,7 +12,7 @@ import tempfile
 import pytest
 import torch
 
-import attn.viz as viz
+import attn.book.viz as viz
 from conftest import ROOT, PageWatch, serve_like_pages
 from test_mobile import PHONE, PHONE_CONTEXT, assert_fits_the_phone, phone_show
 
@@ -112,7 +112,7 @@ def test_figures_are_png_at_twice_their_display_size_with_their_smallest_text_re
 
 @pytest.mark.slow
 def test_a_notebook_that_imports_attn_viz_stores_its_figures_as_2x_pngs(tmp_path, monkeypatch):
-    """The chapters' own path: a kernel imports attn.viz, draws with plt.show(); the output is the 2x PNG."""
+    """The chapters' own path: a kernel imports attn.book.viz, draws with plt.show(); the output is the 2x PNG."""
     import base64
 
     import nbformat
@@ -123,7 +123,7 @@ def test_a_notebook_that_imports_attn_viz_stores_its_figures_as_2x_pngs(tmp_path
 
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nimport attn.viz\n"
+    nb.cells = [nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nimport attn.book.viz\n"
                                           "plt.rcParams['figure.dpi'] = 90\nplt.plot([0, 1], [1, 0])\nplt.show()")]
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
     [out] = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
@@ -146,7 +146,7 @@ _READABLE_WIDTH_BELOW = float(re.search(r"@media \(max-width: ([\d.]+)px\) \{\s*
 
 @pytest.mark.parametrize("width", [390, 820, 1366])
 def test_figure_text_is_at_least_9px_on_a_phone_and_the_figure_fits_a_desktop(built_site, browser, site_server, width):
-    """A figure drawn by attn.viz, wider than the text column, placed in a chapter page as the build places
+    """A figure drawn by attn.book.viz, wider than the text column, placed in a chapter page as the build places
     them (with myst-nb's own style attribute): on a phone or a tablet its smallest text, as rendered, at
     least 9 px and the page no wider than the screen (the figure scrolls in its own box); on a desktop the
     whole figure in the column (its text then 8.2 px: a figure cut at the column's edge reads worse)."""
@@ -188,7 +188,7 @@ def test_every_chapter_figure_is_a_2x_png_with_its_text_size(built_site):
         (built_site / p).read_text() for p in _pages(built_site) if p.startswith("book/")))))
     assert len(pngs) >= 40
     missing = [n for n in pngs if attn_book.figure_min_width(built_site / "_images" / n) is None]
-    assert missing == [], f"{len(missing)} of {len(pngs)} figures without attn.viz.png_2x's text size"
+    assert missing == [], f"{len(missing)} of {len(pngs)} figures without attn.book.viz.png_2x's text size"
 
 
 # --------------------------------------------------------------------------- the smaller items (item 7)
@@ -274,7 +274,7 @@ def figures_read_at_9_px(built_site, page, path: str) -> int:
     for name, rendered, natural, marked in page.evaluate(FIGURES):
         text_px, width = attn_book.figure_text(built_site / "_images" / name)
         if text_px <= 0:
-            continue  # not a figure of attn.viz (none today: test_every_chapter_figure_is_a_2x_png_...)
+            continue  # not a figure of attn.book.viz (none today: test_every_chapter_figure_is_a_2x_png_...)
         assert marked, f"{path}: {name} carries its text size but the build gave it no readable width"
         assert natural / 2 == width
         assert width * attn_book.MIN_TEXT_PX / text_px <= 1.5 * width, f"{path}: {name} would be blown up too far"
@@ -378,7 +378,7 @@ CONTRAST = """() => {
 def test_explorer_axis_text_has_at_least_4_5_to_1_contrast(browser):
     """Tick labels, axis names and other grey text of the three explorers (text in a head's colour aside), rendered from the package's current front ends (the
     site's copies are the chapters' saved widget state, refreshed by `make execute`), on the explorers' white."""
-    from attn.widgets import AttentionExplorer, MaskExplorer, PositionalEncodingExplorer
+    from attn.book.widgets import AttentionExplorer, MaskExplorer, PositionalEncodingExplorer
 
     weights = torch.softmax(torch.randn(1, 2, 6, 6, generator=torch.Generator().manual_seed(0)), -1)
     for view in ("heatmap", "lines"):

@@ -117,7 +117,7 @@ IGNORED_CELLS_AT_MOST = 46  # +2: build_it_yourself trains a GPT and samples fro
 # new training (the AVX2 and no-SIMD runs of make test-cpus differ in their last digits); -2: the
 # multi-head head sweep reads stored results (scripts/head_sweep.py), so its table and glue compare
 # Digits another CPU does not reproduce: a raw float repr, or a rounding-level magnitude shown by its
-# own digits (show the bound it is checked against instead: attn.notebook.below).
+# own digits (show the bound it is checked against instead: attn.book.notebook.below).
 UNSTABLE_NUMBER = re.compile(r"(?<![\d.])\d\.\d{7,}|(?<!< )(?<!&lt; )(?<!below )(?<![\d.])\d(?:\.\d+)?e-(?:0?[6-9]|1\d)\b")
 
 
@@ -150,7 +150,7 @@ def test_compared_outputs_show_no_digits_another_machine_would_change():
     for path in notebooks.chapters():
         for cell in _compared_code_cells(path)[1]:
             text = _text_outputs(cell)
-            if "below(" in "".join(cell["source"]):  # a glued bound, checked by attn.notebook.below
+            if "below(" in "".join(cell["source"]):  # a glued bound, checked by attn.book.notebook.below
                 text = re.sub(r"'1e-\d\d'", "", text)
             for m in UNSTABLE_NUMBER.finditer(text):
                 found.append(f"{path.name} cell {cell['id']}: {m.group(0)!r}")
@@ -292,13 +292,14 @@ def _attn_modules(root):
 
 
 def _private_imports(module: str, tree: ast.Module) -> list[str]:
-    """``from attn.x import _name`` (or ``from attn import _x``) in ``module``, other than ``_checks``."""
+    """``from attn.x import _name`` (or ``from attn import _x``) in ``module``, other than the package's own
+    infrastructure: ``_checks`` (argument checks) and ``_moved`` (the old names of moved code)."""
     package = module.rsplit(".", 1)[0] if not module.endswith("__init__") else module.removesuffix(".__init__")
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "attn":
             for alias in node.names:
-                if not alias.name.startswith("_") or alias.name == "_checks" or node.module.endswith("._checks"):
+                if not alias.name.startswith("_") or alias.name in ("_checks", "_moved") or node.module.endswith("._checks"):
                     continue
                 if module.endswith("__init__") and node.module == package:
                     continue  # a package's __init__ may load its own private modules

@@ -13,7 +13,7 @@ from attn import masks
 
 
 def _mean_jacobian_norm(d_k: int, scaled: bool, seed: int = 0) -> float:
-    return attn.teaching.softmax_saturation(d_k, scaled, seed=seed)["jac"]
+    return attn.book.self_attention.softmax_saturation(d_k, scaled, seed=seed)["jac"]
 
 
 def test_softmax_jacobian_closed_form_equals_autograd():
@@ -21,28 +21,28 @@ def test_softmax_jacobian_closed_form_equals_autograd():
     p = torch.softmax(s, -1)
     J = torch.autograd.functional.jacobian(lambda x: torch.softmax(x, -1), s)
     assert_close(J, torch.diag(p) - torch.outer(p, p))
-    assert_close(attn.teaching.softmax_jacobian_norm(p), J.norm())
+    assert_close(attn.book.self_attention.softmax_jacobian_norm(p), J.norm())
     rows = torch.softmax(torch.randn(3, 5, 7, dtype=torch.float64), -1)  # batched rows
-    assert_close(attn.teaching.softmax_jacobian_norm(rows)[1, 2], attn.teaching.softmax_jacobian_norm(rows[1, 2]))
+    assert_close(attn.book.self_attention.softmax_jacobian_norm(rows)[1, 2], attn.book.self_attention.softmax_jacobian_norm(rows[1, 2]))
 
 
 def test_softmax_saturation_measures_the_scores_it_draws():
     for d_k in (4, 256):
-        raw, scaled = (attn.teaching.softmax_saturation(d_k, s) for s in (False, True))
+        raw, scaled = (attn.book.self_attention.softmax_saturation(d_k, s) for s in (False, True))
         assert raw["var"] == pytest.approx(d_k * scaled["var"], rel=1e-4)  # unscaled variance is d_k times larger
         assert 0.8 < scaled["var"] < 1.25  # about 1 with the scale
         assert 1 / 64 < scaled["max_w"] < 1 and scaled["entropy"] <= math.log(64) + 1e-6
-    big = attn.teaching.softmax_saturation(1024, False)
+    big = attn.book.self_attention.softmax_saturation(1024, False)
     assert big["max_w"] > 0.8 and big["entropy"] < 1  # saturated: close to one-hot
 
 
 def test_matrices_table_puts_named_matrices_side_by_side():
-    t = attn.teaching.matrices(["a", "b"], ("x", torch.tensor([[1.0, 2], [3, 4]])), ("y", torch.eye(2)), cols="pq")
+    t = attn.book.examples.matrices(["a", "b"], ("x", torch.tensor([[1.0, 2], [3, 4]])), ("y", torch.eye(2)), cols="pq")
     assert "x p" in repr(t) and "y q" in repr(t)
     lines = repr(t).splitlines()
     assert lines[-1].split() == ["b", "3", "4", "0", "1"]
     with pytest.raises(ValueError, match="matrix 'y' must be 2-D with 2 rows"):
-        attn.teaching.matrices(["a", "b"], ("y", torch.eye(3)))
+        attn.book.examples.matrices(["a", "b"], ("y", torch.eye(3)))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -1,4 +1,4 @@
-"""The source document's listing (attn.source_listing): equal to attn once its mask convention is
+"""The source document's listing (attn.book.source_listing): equal to attn once its mask convention is
 flipped, and different exactly where the debugging chapter says: a fully masked row, and float16."""
 
 import math
@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 import attn
-from attn import source_listing as sl
-from attn.teaching import worked_example
+from attn.book import source_listing as sl
+from attn.book.examples import worked_example
 
 
 def _layer(d_model=8, d_k=4, d_v=6, seed=0):
@@ -144,4 +144,4 @@ def test_from_matrices_checks_shapes():
 
 
 def test_source_listing_loads_on_first_use():
-    assert "source_listing" in attn._ON_FIRST_USE and attn.source_listing is sl
+    assert "source_listing" in attn.book.MODULES and attn.book.source_listing is sl

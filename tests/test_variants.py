@@ -299,9 +299,9 @@ def test_comparison_table_is_read_from_the_four_classes():
         assert "{" + cls.CARD["paper"] + "," in bib
 
 
-# --- the chapter's objectives, baselines and checkpoints (attn.pretraining) ---------------------
+# --- the chapter's objectives, baselines and checkpoints (attn.book.pretraining) ---------------------
 
-from attn import pretraining  # noqa: E402
+from attn.book import pretraining  # noqa: E402
 
 
 def test_mlm_mask_chooses_15_percent_and_splits_them_80_10_10():
@@ -392,9 +392,9 @@ def test_t5_stacks_the_blocks_layers_built_with_rms_norm_and_no_biases():
 
 
 def test_smooth_is_a_trailing_mean_with_a_short_start():
-    from attn import teaching
+    from attn.book import train
 
-    assert teaching.smooth([1, 3, 5, 7], k=2) == [1.0, 2.0, 4.0, 6.0]
-    assert teaching.smooth([2.0] * 30) == [2.0] * 30
+    assert train.smooth([1, 3, 5, 7], k=2) == [1.0, 2.0, 4.0, 6.0]
+    assert train.smooth([2.0] * 30) == [2.0] * 30
     with pytest.raises(ValueError, match="k must be a positive integer"):
-        teaching.smooth([1.0], k=0)
+        train.smooth([1.0], k=0)

@@ -1,11 +1,11 @@
-"""attn.viz: figures that read well (annotation contrast) and clear errors."""
+"""attn.book.viz: figures that read well (annotation contrast) and clear errors."""
 
 import matplotlib.pyplot as plt
 import pytest
 import torch
 from matplotlib.colors import to_rgb
 
-from attn import viz
+from attn.book import viz
 
 
 def _luminance(rgb) -> float:

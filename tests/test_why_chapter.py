@@ -5,6 +5,7 @@ gradient from far back vanishes through a recurrence at initialisation and not t
 the path-length formulas for convolutions match what a stack of convolutions reaches."""
 
 import math
+import pathlib
 
 import pytest
 import torch
@@ -16,7 +17,7 @@ from scripts import long_range
 
 
 def _results() -> dict:
-    return attn.efficient.measured("long_range")
+    return attn.book.results.measured("long_range")
 
 
 @pytest.mark.parametrize("n", [5, 8, 33])
@@ -57,10 +58,9 @@ def test_models_compared_have_similar_parameter_counts():
 def test_results_ship_with_the_package():
     """The script writes outside src/, into the folder the build copies into the package (setup.py;
     tests/test_fresh_env.py checks an install has it), and a checkout reads it there."""
-    root = long_range.OUT.parents[2]
-    assert long_range.OUT == root / "benchmarks" / "measured" / "long_range.json"
+    root = pathlib.Path(__file__).resolve().parents[1]
+    assert attn.book.results.stored(long_range.OUT, {}) == root / "benchmarks" / "measured" / "long_range.json"
     assert "benchmarks" in (root / "setup.py").read_text() and "graft benchmarks/measured" in (root / "MANIFEST.in").read_text()
-    assert attn.efficient.results.MEASURED.resolve() == long_range.OUT.parent
 
 
 def test_one_stored_run_is_reproduced_by_the_script():
@@ -73,8 +73,8 @@ def test_one_stored_run_is_reproduced_by_the_script():
 
 def test_gru_graph_grows_linearly_with_length_attention_graph_does_not():
     gru, mha = nn.GRU(8, 8, batch_first=True), attn.MultiHeadAttention(8, 2)
-    g = [attn.measure.autograd_depth(gru(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
-    a = [attn.measure.autograd_depth(mha(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
+    g = [attn.book.why_attention.autograd_depth(gru(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
+    a = [attn.book.why_attention.autograd_depth(mha(torch.randn(1, n, 8, requires_grad=True))[0]) for n in (4, 8, 16)]
     assert g[2] - g[1] == 2 * (g[1] - g[0]) > 0
     assert a[0] == a[1] == a[2]
 
@@ -83,7 +83,7 @@ def test_gradient_from_far_back_vanishes_through_a_recurrence_not_through_attent
     n, d = 64, 16
     for make, far_over_near in ((lambda: nn.GRU(d, d, batch_first=True), lambda r: r < 1e-6),
                                 (lambda: attn.MultiHeadAttention(d, 2), lambda r: 0.1 < r < 10)):
-        g = attn.measure.gradient_by_distance(make, n, d, seed=0)  # distance from the last position
+        g = attn.book.why_attention.gradient_by_distance(make, n, d, seed=0)  # distance from the last position
         assert g.shape == (n,) and g.dtype == torch.float64
         assert far_over_near((g[n - 1] / g[1]).item()), (type(make()).__name__, (g[n - 1] / g[1]).item())
 
@@ -95,13 +95,13 @@ def test_gradient_by_distance_matches_autograd_by_hand():
     u = torch.randn(4, dtype=torch.float64)
     (layer(x)[0][0, -1] @ u).backward()
     by_hand = x.grad[0].norm(dim=-1)  # (6,) from the first position to the last
-    g = attn.measure.gradient_by_distance(lambda: nn.GRU(4, 4, batch_first=True), 6, 4, seed=3)
+    g = attn.book.why_attention.gradient_by_distance(lambda: nn.GRU(4, 4, batch_first=True), 6, 4, seed=3)
     assert_close(g, by_hand.flip(0))
 
 
 @pytest.mark.parametrize("kernel,dilated,distance", [(3, False, 20), (2, True, 20), (3, True, 30), (4, False, 9)])
 def test_convolution_stack_reaches_as_far_as_the_path_length_formula_says(kernel, dilated, distance):
-    depth = attn.measure.layers_to_reach(distance, kernel, dilated, width=2)
+    depth = attn.book.why_attention.layers_to_reach(distance, kernel, dilated, width=2)
     # contiguous: each layer reaches kernel - 1 further; dilated: the reach multiplies by the kernel
     expected = math.ceil(distance / (kernel - 1)) if not dilated else next(
         depth for depth in range(1, 64) if kernel**depth >= distance + 1)  # integer log, no rounding
@@ -111,16 +111,16 @@ def test_convolution_stack_reaches_as_far_as_the_path_length_formula_says(kernel
 def test_layer_times_times_every_layer_length_and_kind():
     layers = {"GRU": nn.GRU(4, 4, batch_first=True), "attention": attn.MultiHeadAttention(4, 2)}
     for clock in ("wall", "process"):
-        times = attn.measure.layer_times(layers, [3, 5], batch=2, width=4, min_run_time=0, clock=clock)
+        times = attn.book.why_attention.layer_times(layers, [3, 5], batch=2, width=4, min_run_time=0, clock=clock)
         assert set(times) == {(name, n, kind) for name in layers for n in (3, 5) for kind in ("fwd", "fwd+bwd")}
         assert all(t > 0 for t in times.values())
     with pytest.raises(ValueError, match="clock"):
-        attn.measure.layer_times(layers, [3], batch=1, width=4, min_run_time=0, clock="sundial")
+        attn.book.why_attention.layer_times(layers, [3], batch=1, width=4, min_run_time=0, clock="sundial")
 
 
 def test_additive_attention_follows_its_formula_and_gives_no_weight_to_padding():
     torch.manual_seed(0)
-    att = attn.teaching.AdditiveAttention(3, 5, 4)
+    att = attn.book.why_attention.AdditiveAttention(3, 5, 4)
     s, h = torch.randn(2, 3), torch.randn(2, 6, 5)
     key_mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])
     c, alpha = att(s, h, key_mask)
@@ -133,8 +133,9 @@ def test_additive_attention_follows_its_formula_and_gives_no_weight_to_padding()
 
 
 def test_bahdanau_model_on_dates_gives_distributions_over_real_characters_and_a_loss():
-    from attn.data import DateTask
-    from attn.teaching import BahdanauSeq2Seq, alignment_scores, date_training_batch, seq2seq_date_loss
+    from attn.book.data import DateTask
+    from attn.book.cross_attention import alignment_scores
+    from attn.book.why_attention import BahdanauSeq2Seq, date_training_batch, seq2seq_date_loss
 
     task = DateTask()
     src, tgt_in, tgt_out, key_mask = date_training_batch(task, 0, n=8)
@@ -157,8 +158,8 @@ def test_bahdanau_model_on_dates_gives_distributions_over_real_characters_and_a_
 
 def test_long_range_rows_summarise_the_stored_runs():
     runs = _results()["runs"]
-    rows = attn.teaching.long_range_rows(runs)
+    rows = attn.book.why_attention.long_range_rows(runs)
     assert len(rows) == 2 * len({r["n"] for r in runs})
     task, n = rows[0][0], rows[0][1]
-    acc = attn.teaching.long_range_values(runs, "Transformer", task, n, "accuracy")
+    acc = attn.book.why_attention.long_range_values(runs, "Transformer", task, n, "accuracy")
     assert len(acc) >= 3 and rows[0][5].startswith(f"{sum(acc) / len(acc):.2f} [{min(acc):.2f}, ")

@@ -1,4 +1,4 @@
-"""attn.widgets, Python side: the masks shown are attn.masks' masks, bad data is refused before anything
+"""attn.book.widgets, Python side: the masks shown are attn.masks' masks, bad data is refused before anything
 is drawn, reprs are stable, and the saved state stays small."""
 
 import base64
@@ -13,9 +13,9 @@ from torch.testing import assert_close
 
 from attn import masks
 from attn.positional import sinusoidal_table
-from attn.widgets import KINDS, AttentionExplorer, MaskExplorer, PositionalEncodingExplorer, seeded_scores, state_size_bytes
+from attn.book.widgets import KINDS, AttentionExplorer, MaskExplorer, PositionalEncodingExplorer, seeded_scores, state_size_bytes
 
-WIDGETS_DIR = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "widgets"
+WIDGETS_DIR = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "book" / "widgets"
 
 
 def reference_mask(kind, L, S=None, *, window=2, dilation=2, lengths=None, batch=0, global_tokens=(0,), num_random=2,
@@ -407,7 +407,7 @@ def test_front_end_files_are_package_data():
     import fnmatch
     import tomllib
 
-    patterns = tomllib.loads((WIDGETS_DIR.parents[2] / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["attn"]
+    patterns = tomllib.loads((WIDGETS_DIR.parents[3] / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["attn.book"]
     for f in [*WIDGETS_DIR.glob("*.js"), *WIDGETS_DIR.glob("*.css")]:
         rel = f.relative_to(WIDGETS_DIR.parent).as_posix()  # e.g. widgets/mask_explorer.js
         assert any(fnmatch.fnmatch(rel, p) for p in patterns), rel

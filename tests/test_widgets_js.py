@@ -1,4 +1,4 @@
-"""attn.widgets, front-end side: the JavaScript draws the same masks, scores and numbers as Python.
+"""attn.book.widgets, front-end side: the JavaScript draws the same masks, scores and numbers as Python.
 
 The widgets' ES modules export their pure functions; tests/js/run_esm.mjs calls them under node and the
 results are compared with attn.masks here. Then the modules are checked for what the static book needs
@@ -19,11 +19,11 @@ import torch
 from torch.testing import assert_close
 
 from attn import masks
-from attn.widgets import KINDS, AttentionExplorer, MaskExplorer, PositionalEncodingExplorer, seeded_scores
-from attn.widgets._state import front_end
+from attn.book.widgets import KINDS, AttentionExplorer, MaskExplorer, PositionalEncodingExplorer, seeded_scores
+from attn.book.widgets._state import front_end
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-WIDGETS = ROOT / "src" / "attn" / "widgets"
+WIDGETS = ROOT / "src" / "attn" / "book" / "widgets"
 JS_FILES = ["mask_explorer.js", "attention_explorer.js", "positional_explorer.js"]
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH: the widgets' JavaScript cannot be run")

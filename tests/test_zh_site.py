@@ -11,7 +11,7 @@ import urllib.parse
 import pytest
 import torch
 
-from attn.widgets import MaskExplorer
+from attn.book.widgets import MaskExplorer
 from scripts import notebooks
 from scripts import reader
 

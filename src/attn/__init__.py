@@ -1,7 +1,17 @@
 """attn: the attention mechanisms of the Transformer, small, explicit and tested.
 
-Every chapter of the book imports this package; every module in it is checked against PyTorch's own
-implementation or against the maths.
+Every module is checked against PyTorch's or Hugging Face's own implementation or against the maths.
+The package has two parts, and the first never imports the second:
+
+- **the library**, ``attn`` itself, in layers that each import only the ones below: the maths
+  (:mod:`attn.functional`, :mod:`attn.masks`); modules (:mod:`attn.attention`,
+  :mod:`attn.positional`); models (:mod:`attn.blocks`, :mod:`attn.models`, :mod:`attn.variants`,
+  :mod:`attn.efficient`); and around them :mod:`attn.generation` (one ``generate`` for every
+  decoder), :mod:`attn.measure` (time, memory, FLOPs, operators) and :mod:`attn.diagnose` (checks
+  to run on any attention module);
+- **the book's material**, :mod:`attn.book`: what the chapters of the attn-book use to teach
+  (the worked example, each chapter's helpers, data, the training loop, stored results, plots,
+  diagrams, exercises, the bug zoo, the widgets). ``import attn`` loads none of it.
 
 Shape legend (used in every docstring, shape comment and chapter):
 
@@ -40,7 +50,7 @@ import importlib
 
 from attn import _versions  # noqa: F401, I001  (first: one clear message if torch, numpy, ... is missing or too old)
 
-from attn import blocks, data, efficient, functional, masks, models, notebook, positional, train, variants
+from attn import _moved, blocks, efficient, functional, generation, masks, models, positional, variants
 from attn.attention import KVCache, MultiHeadAttention, SelfAttention, record_attention
 from attn.functional import scaled_dot_product_attention
 from attn.positional import (
@@ -51,7 +61,7 @@ from attn.positional import (
     T5RelativePositionBias,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: The shape letters, one source of truth for the book's legend (a test compares the two).
 SHAPE_LEGEND: dict[str, str] = {
@@ -63,17 +73,19 @@ SHAPE_LEGEND: dict[str, str] = {
     "D": "model width, D = H * E (d_model)",
 }
 
-#: Modules loaded on first use (``attn.viz``, ``from attn import viz``), not by ``import attn``: the
-#: views pull in matplotlib (viz, diagram) or anywidget and ipywidgets (widgets), and the debugging
-#: tools, exercises and the source
-#: document's listing are needed by a few chapters only. A test keeps ``import attn`` under 0.2 s
-#: on top of ``import torch``.
-_ON_FIRST_USE = ("diagnose", "diagram", "exercises", "measure", "source_listing", "teaching", "viz", "widgets")
+#: Modules loaded on first use (``attn.diagnose``, ``from attn import measure``), not by ``import attn``:
+#: the debugging checks and the measuring tools are needed by few programs. :mod:`attn.book`, the book's
+#: material, is not part of the library at all: it is imported by whoever uses it (``from attn import
+#: book``), never by ``attn``. A test keeps ``import attn`` under 0.2 s on top of ``import torch`` and
+#: free of ``attn.book`` (tests/test_layers.py).
+_ON_FIRST_USE = ("diagnose", "measure")
+
+_moved.install()  # the book's material under its old names (attn.viz, attn.teaching, ...), until attn 0.3
 
 
 def __getattr__(name: str):
-    if name in _ON_FIRST_USE:
-        return importlib.import_module(f"attn.{name}")  # the import also sets attn.<name>
+    if name in _ON_FIRST_USE or f"attn.{name}" in _moved.MODULES or f"attn.{name}" in _moved.NAMES:
+        return importlib.import_module(f"attn.{name}")  # the import also sets attn.<name>; an old name warns
     raise AttributeError(f"module 'attn' has no attribute {name!r}")
 
 
@@ -92,23 +104,15 @@ __all__ = [
     "SinusoidalPositionalEncoding",
     "T5RelativePositionBias",
     "blocks",
-    "data",
-    "exercises",
     "diagnose",
-    "diagram",
     "efficient",
-    "models",
-    "notebook",
-    "teaching",
-    "train",
-    "variants",
     "functional",
+    "generation",
     "masks",
     "measure",
+    "models",
     "positional",
     "record_attention",
     "scaled_dot_product_attention",
-    "source_listing",
-    "viz",
-    "widgets",
+    "variants",
 ]

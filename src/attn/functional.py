@@ -145,10 +145,10 @@ def attend(
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=is_causal, scale=scale)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     mask = prepare_mask(mask, is_causal, L, S, batch, q.dtype, q.device)
-    if mask is not None and torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) != batch:
+    if (mask is not None or return_weights) and torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) != batch:
         # v holds part of the batch that q and k lack: PyTorch's kernels add the mask in place to
-        # scores of q's and k's smaller batch and raise a RuntimeError. Expanding q (a view) gives
-        # the scores the full batch.
+        # scores of q's and k's smaller batch and raise a RuntimeError, and the weights would lack
+        # that batch, which the output has. Expanding q (a view) gives the scores the full batch.
         q = q.expand(*batch, *q.shape[-2:])
     if return_weights:
         return explicit_attention(q, k, v, mask, scale, dropout_p)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 
 import torch
 
-from attn import _checks, masks
+from attn import _checks, _moved, masks
 
 __all__ = ["SMALL_STEP_ROWS", "check_arguments", "decode", "next_token"]
 
@@ -119,38 +119,5 @@ def decode(step: Step, prompt: torch.Tensor, max_new_tokens: int, *, temperature
     return out
 
 
-# --- moved from the causal / why chapters ------------------------------------------------------
-# Cached decoding with a mask chosen by the caller at every step, to show what a wrong step mask
-# does (book/causal_attention.ipynb; tests/test_causal_chapter.py).
-
-__all__ += ["greedy_with_step_mask", "stepwise_logits"]
-
-
-@torch.no_grad()
-def greedy_with_step_mask(model, prompt: torch.Tensor, n: int,
-                          step_mask: Callable[[int], torch.Tensor]) -> torch.Tensor:
-    """Greedy decoding of ``n`` tokens with a KV cache, passing ``mask=step_mask(S)`` at every
-    step after the prompt, ``S`` the number of keys once the step's token is appended.
-
-    ``model`` is a token model with ``new_caches()`` and ``model(x, caches=..., mask=...)``
-    (:class:`attn.models.TokenModel`). Shape: ``prompt`` ``(B, P)`` -> ``(B, P + n)``.
-    """
-    caches = model.new_caches()
-    logits = model(prompt, caches=caches)  # the prompt, causal
-    out = prompt
-    for _ in range(n):
-        nxt = logits[:, -1].argmax(-1, keepdim=True)  # (B, 1)
-        out = torch.cat([out, nxt], dim=1)
-        S = len(caches[0]) + 1  # keys after this step's token is appended
-        logits = model(nxt, caches=caches, mask=step_mask(S))
-    return out
-
-
-@torch.no_grad()
-def stepwise_logits(model, x: torch.Tensor, step_mask: Callable[[int], torch.Tensor]) -> torch.Tensor:
-    """Feed ``x`` ``(B, T)`` one token at a time through a KV cache, with ``mask=step_mask(t + 1)``
-    at step ``t``, and return every step's logits ``(B, T, V)``: equal to one parallel pass
-    ``model(x)`` exactly when the step mask is right."""
-    caches = model.new_caches()
-    steps = [model(x[:, t : t + 1], caches=caches, mask=step_mask(t + 1)) for t in range(x.shape[1])]
-    return torch.cat(steps, dim=1)  # (B, T, V)
+def __getattr__(name: str):
+    return _moved.attribute(__name__, name)  # names that moved to attn.book, until attn 0.3

@@ -1,18 +1,19 @@
 """Measuring a computation: how long it takes (:func:`seconds`, :func:`compare` side by side, both on
 ``torch.utils.benchmark``; :func:`stopwatch` for work done once), how far it raises the process's
 peak memory (:func:`peak_memory_growth`, the operating system's high-water mark), how many
-floating-point operations it does (:func:`flops`, ``torch.utils.flop_counter``) and which ATen
-operators it runs (:func:`operators`, a ``TorchDispatchMode``). The benchmarks, the tests and the
-chapters measure with these, and only these.
+floating-point operations it does (:func:`flops`, ``torch.utils.flop_counter``), which ATen
+operators it runs (:func:`operators`, a ``TorchDispatchMode``; from them :func:`matrix_products`
+counts matrix products and :func:`sdpa_path` names the attention kernel), and how many elements a
+module receives while it runs (:func:`input_elements`). The benchmarks, the tests and the chapters
+measure with these, and only these.
 
-The last two are facts of PyTorch, the same on every machine (for one torch version); the first two
-are machine measurements.
+Operator, FLOP and element counts are facts of PyTorch, the same on every machine (for one torch
+version); times and memory are machine measurements.
 
 Times depend on the machine, its load and its thread count: a chapter shows them in a table marked
 "measured on the build machine", written with their unit (``f"{t * 1e3:.1f} ms"``), and asserts
 only a large effect (README, "Writing a chapter").
 """
-
 from __future__ import annotations
 
 import logging
@@ -23,10 +24,12 @@ import time
 import warnings
 from collections.abc import Callable, Mapping
 
-from attn import _checks
+import torch
 
-__all__ = ["MATRIX_PRODUCTS", "can_measure_memory", "compare", "flops", "input_elements", "matrix_products", "operators",
-           "peak_memory_growth", "seconds", "stopwatch", "decoder_step_flops"]
+from attn import _checks, _moved
+
+__all__ = ["CLOCKS", "MATRIX_PRODUCTS", "can_measure_memory", "compare", "flops", "input_elements", "matrix_products",
+           "operators", "peak_memory_growth", "sdpa_path", "seconds", "stopwatch"]
 
 #: The clocks :func:`seconds` and :func:`compare` read: wall time, or this process's processor time
 #: (which other programs on the machine do not inflate; with one thread, the time on an idle core).
@@ -58,8 +61,6 @@ def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: fl
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
     if threads is not None:
         _checks.positive_int("threads", threads)
-    import torch
-
     # The Timer sets torch's thread count for the measurement and restores it afterwards.
     timer = _timer()(stmt, globals=names, timer=CLOCKS[clock], num_threads=threads or torch.get_num_threads())
     # blocked_autorange's first run sizes the blocks and warms up; with a vanishing min_run_time one
@@ -164,6 +165,18 @@ def operators(fn: Callable[..., object], *args, **kwargs) -> list[str]:
     return recorder.names
 
 
+def sdpa_path(fn: Callable[[], object]) -> str:
+    """Which kernel ``fn()`` reaches, named from its :func:`operators`: ``"fused (flash, CPU)"`` for
+    PyTorch's fused CPU attention kernel, ``"fused (<name>)"`` for another fused kernel, else
+    ``"math (matmul + softmax)"``."""
+    for op in operators(fn):
+        if op == "_scaled_dot_product_flash_attention_for_cpu":
+            return "fused (flash, CPU)"
+        if op.startswith("_scaled_dot_product_") and op != "_scaled_dot_product_attention_math":
+            return f"fused ({op})"
+    return "math (matmul + softmax)"
+
+
 def can_measure_memory() -> bool:
     """Whether :func:`peak_memory_growth` works here (Linux: ``/proc`` and ``fork``)."""
     return os.path.exists("/proc/self/status") and hasattr(os, "fork")
@@ -199,14 +212,12 @@ def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> 
         RuntimeError: without ``/proc`` and ``fork``, or if the child fails or does not report
             within ``timeout`` seconds (it is then killed).
     """
-    import resource
+    if not can_measure_memory():
+        raise RuntimeError("peak_memory_growth needs Linux (/proc and fork)")
+    import resource  # Unix only: imported here, so that attn.measure imports on every platform
     import select
     import signal
 
-    import torch
-
-    if not can_measure_memory():
-        raise RuntimeError("peak_memory_growth needs Linux (/proc and fork)")
     read, write = os.pipe()
     with warnings.catch_warnings():
         # Python 3.12 warns that fork() in a threaded process may deadlock the child; the child here
@@ -236,11 +247,6 @@ def peak_memory_growth(run: Callable[[], object], *, timeout: float = 300.0) -> 
     return float(answer)
 
 
-# --- multi-head and causal chapters: counting, not timing ------------------------------------------
-# Two counters the chapters used to define inline: how many matrix products a call runs (the fused
-# multi-head layer against a loop over heads) and how many elements a module receives while a call
-# runs (the tokens that enter a language model with and without a KV cache).
-
 #: ATen's matrix-product operators; a linear layer runs ``addmm`` (or ``mm`` without a bias).
 MATRIX_PRODUCTS = frozenset({"mm", "addmm", "bmm", "baddbmm"})
 
@@ -269,106 +275,5 @@ def input_elements(module, fn: Callable[..., object], *args, **kwargs) -> int:
     return count
 
 
-# --- moved from the cross / positional chapters
-
-def decoder_step_flops(B: int, S: int, D: int, t: int, *, reproject: bool) -> int:
-    """Floating-point operations (a multiply-add counts 2) of one decoder layer
-    (d_ff = 4D) for one new token of each of ``B`` sequences, with ``t`` earlier tokens
-    in the self-attention cache and a memory of ``S`` positions. ``reproject=True`` adds
-    computing the memory's keys and values again (``K = M W_K``, ``V = M W_V``, each
-    ``(B, S, D)``), which a static cross-attention cache saves. Matrix products only, as
-    :func:`flops` counts them."""
-    for name, value in (("B", B), ("S", S), ("D", D)):
-        _checks.positive_int(name, value)
-    _checks.non_negative_int("t", t, " (earlier tokens in the cache)")
-    flops = 2 * B * 4 * D * D  # self-attention: W_Q, W_K, W_V and W_O for the new token
-    flops += 2 * B * 2 * (t + 1) * D  # its scores and weighted sum over t + 1 keys
-    flops += 2 * B * 2 * D * D  # cross-attention: W_Q and W_O for the new token
-    flops += 2 * B * 2 * S * D  # cross-attention scores and weighted sum over S keys
-    flops += 2 * B * 2 * D * 4 * D  # feed-forward D -> 4D -> D
-    if reproject:
-        flops += 2 * B * 2 * S * D * D  # K = M W_K and V = M W_V, again
-    return flops
-
-
-# --- moved from the causal / why chapters ------------------------------------------------------
-# The meters of book/why_attention.ipynb: time per layer and length, sequential depth of a
-# computation, gradient by distance, reach of a convolution stack. Tests: tests/test_why_chapter.py.
-
-__all__ += ["autograd_depth", "gradient_by_distance", "layer_times", "layers_to_reach"]
-
-
-def layer_times(layers: Mapping[str, Callable], lengths, *, batch: int, width: int,
-                min_run_time: float = 0.02, clock: str = "wall") -> dict[tuple[str, int, str], float]:
-    """Median seconds of each sequence layer, forward (``"fwd"``) and forward plus backward
-    (``"fwd+bwd"``), on a random batch ``(batch, n, width)`` for each length ``n``, timed with
-    :func:`seconds` on ``clock`` (``"process"`` on one thread: what other programs barely change).
-    A layer returns ``(output, extra)``, as ``nn.LSTM`` and the attention modules of ``attn`` do.
-    Returns ``{(name, n, kind): seconds}``."""
-    import torch
-
-    times = {}
-    for n in lengths:
-        x = torch.randn(batch, n, width, requires_grad=True)  # (B, n, D)
-        for name, layer in layers.items():
-            f = lambda x, layer=layer: layer(x)[0]  # noqa: E731  (B, n, D)
-            for kind, stmt in (("fwd", "f(x)"), ("fwd+bwd", "f(x).sum().backward()")):
-                times[name, n, kind] = seconds(stmt, f=f, x=x, min_run_time=min_run_time, clock=clock)
-    return times
-
-
-def autograd_depth(out) -> int:
-    """The longest chain of autograd nodes from the tensor ``out`` back to a leaf: the number of
-    operations that must run one after another to compute it, whatever the hardware (iterative,
-    no recursion limit). A fused operation counts once."""
-    depth, stack = {}, [(out.grad_fn, False)]
-    while stack:
-        node, expanded = stack.pop()
-        if node in depth:
-            continue
-        parents = [p for p, _ in node.next_functions if p is not None]
-        if expanded:
-            depth[node] = 1 + max((depth[p] for p in parents), default=0)
-        else:
-            stack.append((node, True))
-            stack.extend((p, False) for p in parents if p not in depth)
-    return depth[out.grad_fn]
-
-
-def gradient_by_distance(make_layer: Callable, length: int, width: int, seed: int):
-    """How strongly the last output of a fresh layer depends on each input, at initialisation.
-
-    Seeds torch with ``seed``, builds ``make_layer()`` in float64 (recurrent gradients get too small
-    for float32), and returns the norm of the gradient of ``u . y_last`` (``u`` a random direction)
-    with respect to each input, ``(length,)``: entry ``k`` is the input ``k`` positions before the
-    last one. The layer maps ``(1, length, width)`` to ``(output, extra)``.
-    """
-    import torch
-
-    torch.manual_seed(seed)
-    layer = make_layer().double()
-    x = torch.randn(1, length, width, dtype=torch.float64, requires_grad=True)  # (1, N, D)
-    u = torch.randn(width, dtype=torch.float64)
-    (layer(x)[0][0, -1] @ u).backward()
-    return x.grad[0].norm(dim=-1).flip(0)  # (N,): entry k = distance k from the last position
-
-
-def layers_to_reach(distance: int, kernel: int, dilated: bool, width: int = 4) -> int:
-    """How many causal ``Conv1d`` layers (kernel ``kernel``, dilation ``kernel ** depth`` when
-    ``dilated``, else 1; tanh between) must be stacked before the last output depends on the input
-    ``distance`` positions back, measured: the first depth at which its gradient is not exactly 0."""
-    import torch
-    import torch.nn.functional as F
-    from torch import nn
-
-    torch.manual_seed(0)
-    x = torch.randn(1, width, distance + 1, requires_grad=True)  # (1, channels, n)
-    h, depth = x, 0
-    while True:
-        dilation = kernel**depth if dilated else 1
-        conv = nn.Conv1d(width, width, kernel, dilation=dilation)
-        h = torch.tanh(conv(F.pad(h, ((kernel - 1) * dilation, 0))))  # causal padding keeps the length
-        depth += 1
-        (g,) = torch.autograd.grad(h[0, :, -1].sum(), x, retain_graph=True)
-        if g[0, :, 0].abs().sum() > 0:  # the first input now reaches the last output
-            return depth
+def __getattr__(name: str):
+    return _moved.attribute(__name__, name)  # names that moved to attn.book, until attn 0.3

@@ -6,8 +6,8 @@ Every attention here is :class:`attn.MultiHeadAttention`, and every layer one of
 decoder layers built with RMSNorm and without biases.
 Each class has ``from_hf(model)``, which copies the weights of the corresponding Hugging Face
 ``transformers`` model, so the equality can be checked (tests/test_variants.py: float32, eval mode,
-to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` builds the book's
-table from the four cards). ``transformers`` is needed only by ``from_hf``.
+to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` reads the four cards
+as rows). ``transformers`` is needed only by ``from_hf``.
 
 =========  ===================================  ==============================  ==================
 class      attention                            positions                       norm
@@ -26,12 +26,12 @@ import math
 import torch
 from torch import nn
 
-from attn import generation
+from attn import _moved, generation
 from attn.attention import KVCache, MultiHeadAttention
 from attn.blocks import ACTIVATIONS, DecoderLayer, EncoderLayer, activation_function
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
 
-__all__ = ["BERT", "GPT", "T5", "ViT", "comparison", "comparison_markdown"]
+__all__ = ["BERT", "GPT", "T5", "ViT", "comparison"]
 
 # --- from_hf helpers --------------------------------------------------------------------------
 
@@ -603,10 +603,5 @@ def comparison(classes=(BERT, GPT, T5, ViT)) -> list[dict[str, str]]:
     return [{"model": c.__name__, **{k: c.describe()[k] for k in _COLUMNS}} for c in classes]
 
 
-def comparison_markdown(classes=(BERT, GPT, T5, ViT)) -> str:
-    """:func:`comparison` as a Markdown table."""
-    rows = comparison(classes)
-    head = ["model", *_COLUMNS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(r[h] for h in head) + " |" for r in rows]
-    return "\n".join(lines)
+def __getattr__(name: str):
+    return _moved.attribute(__name__, name)  # names that moved to attn.book, until attn 0.3

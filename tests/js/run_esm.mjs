@@ -1,6 +1,6 @@
 // Calls named exports of a widget's ES module under node and prints the results as JSON.
 //
-//   node tests/js/run_esm.mjs src/attn/widgets/mask_explorer.js < calls.json
+//   node tests/js/run_esm.mjs src/attn/book/widgets/mask_explorer.js < calls.json
 //
 // calls.json is a list of {"fn": "buildMask", "args": [...]}; {"fn": "__exports__"} lists the module's
 // named exports and the keys of its default export; "catches": true returns {"error": "Error: message"}

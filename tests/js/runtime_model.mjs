@@ -1,7 +1,7 @@
-// Drives the static runtime's Model (src/attn/widgets/static_runtime.js) under node and prints what
+// Drives the static runtime's Model (src/attn/book/widgets/static_runtime.js) under node and prints what
 // the listeners saw, as JSON, for tests/test_light_runtime.py.
 //
-//   node tests/js/runtime_model.mjs src/attn/widgets/static_runtime.js
+//   node tests/js/runtime_model.mjs src/attn/book/widgets/static_runtime.js
 import { readFileSync } from "node:fs";
 
 const source = readFileSync(process.argv[2], "utf8");

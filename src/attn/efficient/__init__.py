@@ -13,7 +13,7 @@
 Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may attend.
 """
 
-from attn.efficient.dispatch import sdpa_cases, sdpa_path
+from attn import _moved
 from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
 from attn.efficient.linear import (
     LinformerProjection,
@@ -28,8 +28,7 @@ from attn.efficient.memory import (
     kv_cache_bytes,
     saved_activation_bytes,
 )
-from attn.efficient.recurrence import SegmentRecurrentLM, delayed_copy
-from attn.efficient.results import measured
+from attn.efficient.recurrence import SegmentRecurrentLM
 from attn.efficient.sparse import (
     banded_attention,
     bigbird_attention,
@@ -47,20 +46,20 @@ __all__ = [
     "banded_attention",
     "bigbird_attention",
     "checkpointed",
-    "delayed_copy",
     "elu_feature_map",
     "kv_cache_bytes",
     "linear_attention",
     "linear_attention_recurrent",
     "linformer_attention",
     "longformer_attention",
-    "measured",
     "online_softmax_steps",
     "online_softmax_update",
     "random_keys",
     "saved_activation_bytes",
-    "sdpa_cases",
-    "sdpa_path",
     "swap_attention",
     "tiled_attention",
 ]
+
+
+def __getattr__(name: str):
+    return _moved.attribute(__name__, name)  # names that moved to attn.book, until attn 0.3

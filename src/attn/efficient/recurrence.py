@@ -12,11 +12,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attn import _checks, masks
+from attn import _checks, _moved, masks
 from attn.attention import KVCache
 from attn.blocks import EncoderLayer
 
-__all__ = ["SegmentRecurrentLM", "delayed_copy"]
+__all__ = ["SegmentRecurrentLM"]
 
 
 class SegmentRecurrentLM(nn.Module):
@@ -96,15 +96,5 @@ class SegmentRecurrentLM(nn.Module):
         return torch.cat(out, dim=1)
 
 
-def delayed_copy(n: int, length: int, delay: int, *, vocab_size: int = 16, seed: int = 0):
-    """Random tokens; the target at position ``t >= delay`` is the token at ``t - delay``
-    (``-100`` before). Returns ``tokens`` and ``targets``, ``(n, length)`` long; ``delay >= 1``."""
-    _checks.positive_int("n", n)
-    _checks.positive_int("length", length)
-    _checks.positive_int("delay", delay)
-    _checks.positive_int("vocab_size", vocab_size)
-    g = torch.Generator().manual_seed(seed)
-    tokens = torch.randint(0, vocab_size, (n, length), generator=g)
-    targets = torch.full_like(tokens, -100)
-    targets[:, delay:] = tokens[:, :-delay]
-    return tokens, targets
+def __getattr__(name: str):
+    return _moved.attribute(__name__, name)  # names that moved to attn.book, until attn 0.3

@@ -164,7 +164,7 @@ def online_softmax_steps(scores, values, block_size: int):
 
     The step-by-step view of :func:`tiled_attention`'s inner loop (the same
     :func:`online_softmax_update`), in float64, for a few scores and one-number values, as the
-    "Efficient attention" chapter's figure (:func:`attn.diagram.tiled_pass`) draws it.
+    "Efficient attention" chapter's figure (:func:`attn.book.diagram.tiled_pass`) draws it.
 
     Args:
         scores: the query's scores, one per key (already scaled). values: one number per key.

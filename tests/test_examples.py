@@ -3,7 +3,7 @@
 import torch
 
 import attn
-from attn.teaching import worked_example
+from attn.book.examples import worked_example
 
 
 def test_worked_example_has_whole_number_scores_and_matches_attn():

@@ -1,14 +1,24 @@
-"""A small training loop shared by the chapters' experiments."""
+"""The chapters' training loop, its loss for token models, and a moving average to plot losses with.
+
+- :func:`train`: AdamW with warm-up and cosine decay, a loss per step;
+- :func:`token_loss`: cross-entropy of a token model over the positions that have a target;
+- :func:`run_side_by_side`: independent runs spread over the CPU cores;
+- :func:`smooth`: a trailing moving average of a loss curve.
+"""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["quiet", "run_side_by_side", "train"]
+from attn import _checks
+
+__all__ = ["quiet", "run_side_by_side", "smooth", "token_loss", "train"]
 
 
 def quiet() -> bool:
@@ -90,11 +100,29 @@ def run_side_by_side(fn: Callable, items: Iterable, *, workers: int | None = Non
 
     Shape: whatever ``fn`` takes and returns; nothing is batched.
     """
-    import multiprocessing
-
     items = list(items)
     workers = min(len(items), workers or os.cpu_count() or 1)
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [fn(item) for item in items]
     with multiprocessing.get_context("fork").Pool(workers, initializer=_one_thread) as pool:
         return pool.map(fn, items, chunksize=1)
+
+
+def token_loss(model, batch: tuple[torch.Tensor, ...], mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Mean cross-entropy of a token model on ``batch = (tokens, targets, ...)``, both ``(B, L)``,
+    over the positions with a target (``attn.book.data.IGNORE``, -100, elsewhere); further items of the
+    batch (e.g. :func:`attn.book.data.kv_recall`'s ``kind``) are not used. ``mask`` (e.g. a wrong one, to
+    show what it does) replaces the model's own; ``None`` keeps it. The ``loss_fn`` for
+    :func:`train`.
+
+    Shape: ``tokens``, ``targets`` ``(B, L)`` -> a scalar."""
+    tokens, targets = batch[0], batch[1]
+    logits = model(tokens) if mask is None else model(tokens, mask=mask)  # (B, L, V)
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+
+
+def smooth(xs, k: int = 25) -> list[float]:
+    """Trailing moving average of ``xs`` over ``k`` values (fewer at the start)."""
+    _checks.positive_int("k", k)
+    xs = [float(x) for x in xs]
+    return [sum(xs[max(0, i - k + 1) : i + 1]) / len(xs[max(0, i - k + 1) : i + 1]) for i in range(len(xs))]

@@ -8,7 +8,7 @@ and is true only when every case passes::
 
     def my_attention(q, k, v, mask=None):
         ...
-    attn.exercises.check_attention(my_attention)   # Verdict: 5/5 cases pass
+    attn.book.exercises.check_attention(my_attention)   # Verdict: 5/5 cases pass
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import traitlets as t
 
 from attn import _checks
 from attn.positional import sinusoidal_table
-from attn.widgets._state import CSS, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, as_array, front_end, rounded
 
 __all__ = ["PositionalEncodingExplorer"]
 

@@ -21,7 +21,8 @@ import torch
 
 from attn import _checks
 
-__all__ = ["CharVocab", "DateTask", "KVRecall", "english_text", "kv_recall", "kv_sum", "last_write", "previous_token"]
+__all__ = ["IGNORE", "CharVocab", "DateTask", "KVRecall", "delayed_copy", "english_text", "kv_recall", "kv_sum", "last_write",
+           "previous_token"]
 
 IGNORE = -100  # label for positions that carry no target (the default ignore_index of cross_entropy)
 
@@ -194,7 +195,7 @@ def english_text(max_chars: int | None = None) -> str:
     """English prose from the Python documentation topics (``pydoc_data``, PSF licence), lower-cased,
     with whitespace collapsed and only letters, digits and basic punctuation kept.
 
-    The text is frozen in the package (``attn/texts/english.txt.gz``, 409,405 characters, written from
+    The text is frozen in the package (``attn/book/texts/english.txt.gz``, 409,405 characters, written from
     CPython 3.11's ``pydoc_data`` by ``scripts/english_text.py``): each Python release ships other
     topics, and the chapters' numbers and the trained checkpoints must not change with the Python a
     reader runs.
@@ -202,7 +203,7 @@ def english_text(max_chars: int | None = None) -> str:
     import gzip
     from importlib import resources
 
-    text = gzip.decompress(resources.files("attn").joinpath("texts/english.txt.gz").read_bytes()).decode("ascii")
+    text = gzip.decompress(resources.files("attn.book").joinpath("texts/english.txt.gz").read_bytes()).decode("ascii")
     return text if max_chars is None else text[:max_chars]
 
 
@@ -276,7 +277,7 @@ def kv_sum(n: int, task: KVRecall = KVRecall(), *, seed: int = 0):
     return tokens, targets, kind
 
 
-# --- moved from the cross / positional chapters
+# --- previous token and delayed copy: order alone gives the answer ---------------------------------
 
 def previous_token(n: int, length: int, vocab: int, *, seed: int = 0):
     """``n`` random sequences of ``length`` tokens from ``vocab``; the target at every position is
@@ -293,4 +294,18 @@ def previous_token(n: int, length: int, vocab: int, *, seed: int = 0):
     tokens = torch.randint(0, vocab, (n, length), generator=g)  # (n, length)
     targets = torch.full_like(tokens, IGNORE)
     targets[:, 1:] = tokens[:, :-1]  # the previous token
+    return tokens, targets
+
+
+def delayed_copy(n: int, length: int, delay: int, *, vocab_size: int = 16, seed: int = 0):
+    """Random tokens; the target at position ``t >= delay`` is the token at ``t - delay``
+    (``-100`` before: ``IGNORE``). Returns ``tokens`` and ``targets``, ``(n, length)`` long; ``delay >= 1``."""
+    _checks.positive_int("n", n)
+    _checks.positive_int("length", length)
+    _checks.positive_int("delay", delay)
+    _checks.positive_int("vocab_size", vocab_size)
+    g = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab_size, (n, length), generator=g)
+    targets = torch.full_like(tokens, IGNORE)
+    targets[:, delay:] = tokens[:, :-delay]
     return tokens, targets

@@ -5,13 +5,13 @@ to train on two CPU cores, so ``scripts/train_variants.py`` trains them with the
 (seeded, one thread, CPU) and stores small float16 checkpoints with their training logs in
 ``attn/checkpoints/``. :func:`load` gives a chapter the trained model and its log.
 
-- :func:`text_corpus`: the English of ``pydoc_data`` (:func:`attn.data.english_text`), as characters,
+- :func:`text_corpus`: the English of ``pydoc_data`` (:func:`attn.book.data.english_text`), as characters,
   split 90/10 into training and validation text.
 - :func:`mlm_mask`: BERT's masking: 15% of the positions are predicted; of those, 80% are replaced
   by ``[MASK]``, 10% by a random token, 10% left unchanged.
 - :func:`char_baselines`: unigram and bigram validation losses (add-one smoothing), the bars a
   character language model must clear.
-- :func:`date_batch`: the dates task of :class:`attn.data.DateTask` in one shared vocabulary, as T5
+- :func:`date_batch`: the dates task of :class:`attn.book.data.DateTask` in one shared vocabulary, as T5
   shares one embedding between encoder, decoder and output.
 """
 
@@ -24,8 +24,8 @@ from importlib import resources
 import torch
 import torch.nn.functional as F
 
-from attn import train as _train
-from attn.data import IGNORE, CharVocab, DateTask, english_text
+from attn.book import train as _train
+from attn.book.data import IGNORE, CharVocab, DateTask, english_text
 from attn.measure import stopwatch
 from attn.variants import BERT, GPT, T5
 
@@ -189,7 +189,7 @@ def train_recipe(name: str, seed: int = 0):
 
 
 def _files():
-    return resources.files("attn") / "checkpoints"
+    return resources.files("attn.book") / "checkpoints"
 
 
 def load(name: str):

@@ -5,7 +5,7 @@
 each tensor little-endian float16 (the precision the book's checkpoints are stored in) or float32, in
 base64. ``_nn.js``'s ``loadModel`` reads it back and its ``forward`` computes what the PyTorch model
 computes (tests/test_nn_js.py). :func:`checkpoint_state` does it for a trained checkpoint of
-:mod:`attn.pretraining`; ``python -m scripts.export_weights`` writes them to files and measures them.
+:mod:`attn.book.pretraining`; ``python -m scripts.export_weights`` writes them to files and measures them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 import torch
 from torch import nn
 
-from attn.widgets._state import b64
+from attn.book.widgets._state import b64
 
 __all__ = ["FORMAT", "checkpoint_state", "model_state"]
 
@@ -111,9 +111,9 @@ def model_state(model: nn.Module, *, dtype: str = "float16", vocab=None) -> dict
 
 
 def checkpoint_state(name: str = "gpt", *, dtype: str = "float16") -> dict:
-    """The trained checkpoint ``name`` of :mod:`attn.pretraining` (``"gpt"``) as :func:`model_state`'s JSON,
+    """The trained checkpoint ``name`` of :mod:`attn.book.pretraining` (``"gpt"``) as :func:`model_state`'s JSON,
     with its character vocabulary. The checkpoints are stored in float16, so ``"float16"`` loses nothing."""
-    from attn import pretraining
+    from attn.book import pretraining
 
     if name != "gpt":
         raise ValueError(f"name must be 'gpt' (the decoder-only checkpoint the front end runs), got {name!r}")

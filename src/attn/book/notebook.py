@@ -121,12 +121,12 @@ def span(values, digits: int = 2) -> str:
 
 def _show_book_figures() -> None:
     """In an IPython session (a chapter's kernel), show matplotlib figures as the book does from the
-    first one on (2x PNGs with their text size, :func:`attn.viz.book_figures`), also where a chapter
-    draws before it first uses ``attn.viz``."""
+    first one on (2x PNGs with their text size, :func:`attn.book.viz.book_figures`), also where a chapter
+    draws before it first uses ``attn.book.viz``."""
     import sys
 
     if "IPython" in sys.modules:
-        from attn import viz  # noqa: F401 (importing it registers the format)
+        from attn.book import viz  # noqa: F401 (importing it registers the format)
 
 
 _show_book_figures()

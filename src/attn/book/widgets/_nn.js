@@ -143,7 +143,7 @@ export function onlineSoftmaxSteps(scores, values, blockSize) {
 
 // ----- the small models: weights, layers, a forward pass with a KV cache, greedy decoding -----
 //
-// A model arrives as the JSON that attn.widgets.model_state writes (format "attn-model/1"):
+// A model arrives as the JSON that attn.book.widgets.model_state writes (format "attn-model/1"):
 // {format, config, vocab?, tensors: {name: {dtype: "float16"|"float32", shape, data: base64}}}.
 // config: vocab_size, d_model, num_heads, num_layers, d_ff, max_len, is_causal, norm_first, eps,
 // activation ("relu" | "gelu" | "gelu_new" | "gelu_pytorch_tanh"), embed_scale (TokenModel: sqrt(D);
@@ -269,9 +269,9 @@ export function alibiSlopes(H) {
   return slopes.map(Math.fround);
 }
 
-/** A model's JSON (attn.widgets.model_state) -> the matrices the forward pass uses. */
+/** A model's JSON (attn.book.widgets.model_state) -> the matrices the forward pass uses. */
 export function loadModel(spec) {
-  need(spec && spec.format === MODEL_FORMAT, `spec must be a model written by attn.widgets.model_state (format ${MODEL_FORMAT}), got format ${spec && spec.format}`);
+  need(spec && spec.format === MODEL_FORMAT, `spec must be a model written by attn.book.widgets.model_state (format ${MODEL_FORMAT}), got format ${spec && spec.format}`);
   const c = spec.config, T = spec.tensors, D = c.d_model;
   need(ACTIVATIONS[c.activation], `spec.config.activation ${c.activation} is not one of ${Object.keys(ACTIVATIONS)}`);
   need(["none", "sinusoidal", "learned", "rope", "alibi"].includes(c.positional), `spec.config.positional ${c.positional} is not supported`);

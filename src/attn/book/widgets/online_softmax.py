@@ -4,7 +4,7 @@ The synced state holds one query's scores (already scaled), one number per key a
 block size and how many blocks are done. The front end (``online_softmax.js``, with the shared maths
 of ``_nn.js``) recomputes every step as the reader edits: the running maximum, the rescale factor
 ``exp(m_old - m)``, the running sum, the unnormalised output, the estimate ``a / ℓ`` and its difference
-from full attention over all keys, as :func:`attn.diagram.tiled_pass` draws it.
+from full attention over all keys, as :func:`attn.book.diagram.tiled_pass` draws it.
 :meth:`OnlineSoftmaxExplorer.steps` is the Python reference (:func:`attn.efficient.online_softmax_steps`
 and :func:`attn.scaled_dot_product_attention`) the tests hold the browser's numbers to.
 """
@@ -17,12 +17,12 @@ import traitlets as t
 
 from attn import _checks
 from attn.functional import scaled_dot_product_attention
-from attn.widgets._state import CSS, LIMIT, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, LIMIT, as_array, front_end, rounded
 
 __all__ = ["MAX_KEYS", "OnlineSoftmaxExplorer"]
 
 MAX_KEYS = 32
-# The figure's example (attn.diagram.tiled_pass): eight keys in blocks of two.
+# The figure's example (attn.book.diagram.tiled_pass): eight keys in blocks of two.
 SCORES = (1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0)
 VALUES = (2.0, 0.0, 1.0, 3.0, 1.0, 2.0, 0.0, 4.0)
 

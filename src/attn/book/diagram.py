@@ -21,7 +21,7 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from attn import viz as _viz  # noqa: F401 (in a notebook, importing it sets the book's figure format)
+from attn.book import viz as _viz  # noqa: F401 (in a notebook, importing it sets the book's figure format)
 
 __all__ = ["ATTENTION_COLOURS", "encoder_decoder", "head_split", "kv_cache_loop", "mask_before_softmax", "qkv_flow",
            "soft_lookup", "tiled_pass", "transformer_diagram"]

@@ -15,7 +15,7 @@ import torch
 import traitlets as t
 
 from attn import _checks
-from attn.widgets._state import CSS, as_array, dequantize_rows, front_end, quantize_rows
+from attn.book.widgets._state import CSS, as_array, dequantize_rows, front_end, quantize_rows
 
 __all__ = ["AttentionExplorer"]
 

@@ -84,7 +84,7 @@ export function buildMask(state) {
   return m;
 }
 
-/** Scores in [-2, 2): 4 u - 2, u from mulberry32(seed) read row by row (as attn.widgets.seeded_scores). */
+/** Scores in [-2, 2): 4 u - 2, u from mulberry32(seed) read row by row (as attn.book.widgets.seeded_scores). */
 export function seededScores(seed, L, S) {
   const rng = mulberry32(seed);
   return Array.from({ length: L }, () => Array.from({ length: S }, () => 4 * rng() - 2));

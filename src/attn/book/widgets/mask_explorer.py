@@ -14,7 +14,7 @@ import torch
 import traitlets as t
 
 from attn import _checks, masks
-from attn.widgets._state import CSS, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, as_array, front_end, rounded
 
 __all__ = ["KINDS", "MAX_LEN", "MaskExplorer", "seeded_scores"]
 

@@ -18,14 +18,14 @@ the static book, where no kernel runs:
 ``_nn.js``, the models' forward pass in the front end, so an explorer can run it in the page.
 """
 
-from attn.widgets._state import state_size_bytes
-from attn.widgets.attention_explorer import AttentionExplorer
-from attn.widgets.generation_explorer import GenerationExplorer
-from attn.widgets.mask_explorer import KINDS, MaskExplorer, seeded_scores
-from attn.widgets.model_state import checkpoint_state, model_state
-from attn.widgets.online_softmax import OnlineSoftmaxExplorer
-from attn.widgets.positional_explorer import PositionalEncodingExplorer
-from attn.widgets.worked_example import WorkedExampleExplorer
+from attn.book.widgets._state import state_size_bytes
+from attn.book.widgets.attention_explorer import AttentionExplorer
+from attn.book.widgets.generation_explorer import GenerationExplorer
+from attn.book.widgets.mask_explorer import KINDS, MaskExplorer, seeded_scores
+from attn.book.widgets.model_state import checkpoint_state, model_state
+from attn.book.widgets.online_softmax import OnlineSoftmaxExplorer
+from attn.book.widgets.positional_explorer import PositionalEncodingExplorer
+from attn.book.widgets.worked_example import WorkedExampleExplorer
 
 __all__ = ["KINDS", "AttentionExplorer", "GenerationExplorer", "MaskExplorer", "OnlineSoftmaxExplorer",
            "PositionalEncodingExplorer", "WorkedExampleExplorer", "checkpoint_state", "model_state", "seeded_scores",

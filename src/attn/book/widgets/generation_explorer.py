@@ -18,8 +18,8 @@ import torch
 import traitlets as t
 
 from attn import _checks
-from attn.widgets._state import CSS, front_end
-from attn.widgets.model_state import checkpoint_state
+from attn.book.widgets._state import CSS, front_end
+from attn.book.widgets.model_state import checkpoint_state
 
 __all__ = ["GenerationExplorer"]
 
@@ -44,7 +44,7 @@ class GenerationExplorer(anywidget.AnyWidget):
     _esm = front_end("generation_explorer.js", parts=("_dom.js", "_nn.js"))
     _css = CSS
 
-    model = t.Dict().tag(sync=True)  # attn.widgets.model_state JSON of the trained GPT
+    model = t.Dict().tag(sync=True)  # attn.book.widgets.model_state JSON of the trained GPT
     prompt = t.Unicode().tag(sync=True)
     max_new_tokens = t.Int(24).tag(sync=True)
     generated = t.Unicode().tag(sync=True)  # PyTorch's continuation of prompt: the no-JS view
@@ -85,7 +85,7 @@ class GenerationExplorer(anywidget.AnyWidget):
 
     def _model(self):
         """The trained GPT in PyTorch, loaded on first use."""
-        from attn import pretraining
+        from attn.book import pretraining
 
         if not hasattr(self, "_torch_model"):
             self._torch_model = pretraining.load("gpt")[0]

@@ -5,7 +5,7 @@ front end (``worked_example.js``, with the shared maths of ``_nn.js``) computes 
 ``K = X W_K``, ``V = X W_V``, the scaled scores ``Q Kᵀ / sqrt(E)``, the softmax rows and the
 outputs as the reader types, with or without the causal mask. :meth:`WorkedExampleExplorer.result`
 is the same computation in Python through :func:`attn.scaled_dot_product_attention`, which the
-tests hold the browser's numbers to. The starting state is :func:`attn.teaching.worked_example`.
+tests hold the browser's numbers to. The starting state is :func:`attn.book.examples.worked_example`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import traitlets as t
 
 from attn import _checks
 from attn.functional import scaled_dot_product_attention
-from attn.widgets._state import CSS, LIMIT, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, LIMIT, as_array, front_end, rounded
 
 __all__ = ["MAX_SIZE", "WorkedExampleExplorer"]
 
@@ -29,7 +29,7 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
     """The worked example of the self-attention chapter, editable: every step updates as one types.
 
     Args:
-        X: token vectors ``(L, D)``; default: :func:`attn.teaching.worked_example`'s (3 tokens, D = 4).
+        X: token vectors ``(L, D)``; default: :func:`attn.book.examples.worked_example`'s (3 tokens, D = 4).
         W_Q, W_K: ``(D, E)``; W_V: ``(D, Ev)``. Default: the example's.
         tokens: one label per row of ``X`` (default: the example's words, or ``"0"``, ``"1"``, ...).
         is_causal: start with the causal mask on (query ``i`` sees keys ``j <= i``), as
@@ -56,7 +56,7 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
     is_causal = t.Bool(False).tag(sync=True)
 
     def __init__(self, X=None, W_Q=None, W_K=None, W_V=None, *, tokens=None, is_causal: bool = False):
-        from attn.teaching import worked_example
+        from attn.book.examples import worked_example
 
         ex = worked_example()
         given = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V}

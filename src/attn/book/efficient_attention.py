@@ -1,5 +1,9 @@
-"""Which kernel does a call run? The ATen operators PyTorch dispatches (``attn.measure.operators``)
-name it."""
+"""What "Efficient attention" counts and shows: floating-point operations on shapes alone (meta
+tensors, so any length costs nothing to count), and the calls whose PyTorch kernel the chapter
+records (:func:`attn.measure.sdpa_path` names the kernel).
+
+Tests: tests/test_efficient.py.
+"""
 
 from __future__ import annotations
 
@@ -8,23 +12,18 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from attn import masks
+from attn import masks, measure
 from attn.functional import scaled_dot_product_attention
-from attn.measure import operators
 
-__all__ = ["sdpa_cases", "sdpa_path"]
+__all__ = ["meta_flops", "sdpa_cases"]
 
 
-def sdpa_path(fn: Callable[[], object]) -> str:
-    """``"fused (flash, CPU)"`` when ``fn()`` reaches PyTorch's fused CPU attention kernel,
-    ``"fused (<name>)"`` for another fused kernel, else ``"math (matmul + softmax)"``."""
-    ops = operators(fn)
-    for op in ops:
-        if op == "_scaled_dot_product_flash_attention_for_cpu":
-            return "fused (flash, CPU)"
-        if op.startswith("_scaled_dot_product_") and op != "_scaled_dot_product_attention_math":
-            return f"fused ({op})"
-    return "math (matmul + softmax)"
+def meta_flops(fn, n: int, *, heads: int = 4, d_head: int = 32) -> int:
+    """Floating-point operations of ``fn(q, k, v)`` for one sequence of ``n`` tokens, counted on
+    ``meta`` tensors of shape ``(1, heads, n, d_head)`` (shapes only: nothing is computed, so any
+    ``n`` costs nothing to count). ``fn`` must accept meta tensors (a module: ``.to("meta")``)."""
+    q, k, v = (torch.empty(1, heads, n, d_head, device="meta") for _ in range(3))
+    return measure.flops(fn, q, k, v)
 
 
 def sdpa_cases(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> dict[str, Callable[[], object]]:

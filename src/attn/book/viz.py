@@ -56,7 +56,7 @@ def png_2x(fig, **savefig_kw) -> tuple[bytes, dict] | None:
 def book_figures() -> bool:
     """Show matplotlib figures in this IPython session with :func:`png_2x`.
 
-    Called when ``attn.viz`` is imported (every chapter with figures imports it); returns whether an IPython
+    Called when ``attn.book.viz`` is imported (every chapter with figures imports it); returns whether an IPython
     session was found. Text sizes stay matplotlib's (10 pt ticks and labels, 12 pt titles); the numbers
     printed in heatmap cells are 9 pt (:func:`heatmap`).
     """
