@@ -181,6 +181,20 @@ def test_d_model_not_divisible_by_num_heads_is_a_clear_error():
         attn.MultiHeadAttention(10, 3)
 
 
+@pytest.mark.parametrize("build", [
+    lambda: attn.MultiHeadAttention(10, 3),
+    lambda: attn.efficient.EfficientSelfAttention(10, 3),
+    lambda: attn.efficient.GroupedQueryAttention(10, 3, 1),
+])
+def test_every_multi_head_module_refuses_an_indivisible_width_with_one_message(build):
+    """One heads rule (attn._checks.heads): the same words from every module that splits d_model."""
+    message = ("d_model (10) must be divisible by num_heads (3): each head gets d_model / num_heads = 3.33333 "
+               "dimensions, which is not an integer")
+    with pytest.raises(ValueError) as e:
+        build()
+    assert str(e.value) == message
+
+
 def test_mha_input_errors_name_the_argument():
     m = attn.MultiHeadAttention(16, 4)
     with pytest.raises(ValueError, match=r"key has last dimension 8 \(shape \(2, 3, 8\)\), expected 16"):
@@ -384,6 +398,13 @@ BAD_INPUTS = [
     ('mha_key_mask', lambda: _MHA(_X, key_mask=[True]), TypeError, 'key_mask must be a torch.Tensor, got list'),
     ('mha_pos_cross', lambda: attn.MultiHeadAttention(8, 2, positional=attn.ALiBi(2))(_X, torch.randn(2, 4, 8), torch.randn(2, 4, 8)), ValueError, 'positional=ALiBi acts in self-attention only: key and value must be omitted or be the query tensor itself (got a separate key: a tensor of shape (2, 4, 8))'),
     ('kv_capacity', lambda: attn.KVCache(capacity=0), ValueError, 'capacity must be a positive integer or None, got 0'),
+    # a bool is not a count: each of these built a one-head, one-row or one-wide module before (issue 30)
+    ('mha_heads_bool', lambda: attn.MultiHeadAttention(8, True), ValueError, 'num_heads must be a positive integer, got True'),
+    ('mha_d_bool', lambda: attn.MultiHeadAttention(True, 1), ValueError, 'd_model must be a positive integer, got True'),
+    ('sa_d_bool', lambda: attn.SelfAttention(True), ValueError, 'd_model must be a positive integer, got True'),
+    ('sa_d_k_bool', lambda: attn.SelfAttention(8, d_k=True), ValueError, 'd_k must be a positive integer, got True'),
+    ('kv_capacity_bool', lambda: attn.KVCache(capacity=True), ValueError, 'capacity must be a positive integer or None, got True'),
+    ('kv_capacity_float', lambda: attn.KVCache(capacity=64.0), ValueError, 'capacity must be a positive integer or None, got 64.0'),
     ("mha_pos_cross_list", lambda: attn.MultiHeadAttention(8, 2, positional=attn.ALiBi(2))(_X, [1.0], [1.0]), ValueError,
      "positional=ALiBi acts in self-attention only: key and value must be omitted or be the query tensor itself "
      "(got a separate key: list)"),

@@ -81,7 +81,7 @@ CASES = {
         ValueError, r"max_new_tokens must be a non-negative integer, got -3"),
     "token_model_float_ids": (
         lambda: _token_model(torch.ones(2, 5)),
-        TypeError, r"tokens must be integer token ids, got dtype torch.float32"),
+        TypeError, r"tokens must hold integer token ids, got dtype torch.float32"),
     "token_model_id_too_large": (
         lambda: _token_model(torch.tensor([[1, 2, 10]])),
         ValueError, r"tokens must lie in \[0, vocab_size=10\), got ids from 1 to 10"),

@@ -82,3 +82,11 @@ def test_weights_table_sets_implementations_side_by_side():
     assert t.rows == [["x", "1.000", "0.000", "0.500", "0.500"], ["y", "0.000", "1.000", "0.500", "0.500"]]
     with pytest.raises(ValueError, match=r"weights\['attn'\] must be \(2, 2\) for 2 tokens, got \(2, 3\)"):
         weights_table(["x", "y"], {"listing": a, "attn": torch.zeros(2, 3)})
+
+
+def test_the_reference_layer_refuses_an_indivisible_width_with_the_message_the_chapter_shows():
+    """Section 10 of the chapter shows this exact message (a stored output); TruncatedHeads skips the check."""
+    with pytest.raises(ValueError) as e:
+        bugs.Reference(30, 4)
+    assert str(e.value) == "d_model (30) must be divisible by num_heads (4)"
+    assert bugs.TruncatedHeads(30, 4).d_head == 7

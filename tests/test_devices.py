@@ -79,6 +79,8 @@ CASES = {
         torch.zeros(6, dtype=torch.float32, device=d), True, 4, 6, (2, 2), t, d),
     # masks that take a device or work on given tensors
     "masks.causal": lambda d, _t: masks.causal(4, 6, offset=2, device=d),
+    "masks.distances": lambda d, _t: masks.distances(4, 6, offset=2, device=d),
+    "masks.distances_between": lambda d, _t: masks.distances_between(torch.arange(2, 6, device=d), torch.arange(6, device=d)),
     "masks.sliding_window": lambda d, _t: masks.sliding_window(4, 6, window=2, is_causal=True, offset=2, device=d),
     "masks.masked_softmax": lambda d, t: masks.masked_softmax(rnd(d, t, 2, 4, 6), masks.causal(4, 6, device=d)),
     "masks.restrict": lambda d, t: masks.restrict(torch.zeros(4, 6, dtype=t, device=d), masks.causal(4, 6, device=d)),

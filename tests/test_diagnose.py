@@ -232,6 +232,12 @@ def test_bad_arguments_raise_clear_errors():
         diagnose.check(attn.MultiHeadAttention(D, H), d_model=0)
     with pytest.raises(ValueError, match="^d_model must be a positive integer, got True$"):
         diagnose.check(attn.MultiHeadAttention(D, H), d_model=True)  # a bool is not a width
+    with pytest.raises(ValueError, match=r"^length must be at least 4 \(the probes perturb, pad and mask a few positions\), got 3$"):
+        diagnose.check(attn.MultiHeadAttention(D, H), d_model=D, length=3)
+    with pytest.raises(ValueError, match=r"^batch must be at least 2 \(the padding probes pad every sequence but the first\), got 1$"):
+        diagnose.check(attn.MultiHeadAttention(D, H), d_model=D, batch=1)
+    with pytest.raises(ValueError, match=r"^length must be an integer, at least 4 .*got 8.0$"):
+        diagnose.check(attn.MultiHeadAttention(D, H), d_model=D, length=8.0)
     with pytest.raises(TypeError, match="f must be callable"):
         diagnose.check(3, d_model=D)
 

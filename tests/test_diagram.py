@@ -100,8 +100,10 @@ def test_qkv_flow_labels_every_step_with_its_shape_in_the_books_letters():
 
 
 def test_qkv_flow_names_the_bad_argument():
-    with pytest.raises(ValueError, match="query"):
+    with pytest.raises(ValueError, match=r"query must lie in \[0, 2\) \(an index of tokens\), got 2"):
         qkv_flow(["a", "b"], query=2)
+    with pytest.raises(ValueError, match=r"query must be an integer in \[0, 2\).*got 1.0"):
+        qkv_flow(["a", "b"], query=1.0)
     with pytest.raises(ValueError, match="weights"):
         qkv_flow(["a", "b"], weights=[1.0])
 # --- efficient figures -------------------------------------------------------------------------------
@@ -231,8 +233,10 @@ def test_head_split_labels_every_shape_and_colours_each_heads_columns_alike():
 
 
 def test_head_split_refuses_a_head_count_that_does_not_divide_the_width():
-    with pytest.raises(ValueError, match="num_heads=3 must divide d_model=4"):
+    with pytest.raises(ValueError, match=r"d_model \(4\) must be divisible by num_heads \(3\): each head gets"):
         head_split(d_model=4, num_heads=3)
+    with pytest.raises(ValueError, match="num_heads must be a positive integer, got 0"):
+        head_split(d_model=4, num_heads=0)
 
 
 def test_mask_before_softmax_blocks_exactly_the_upper_triangle_and_zeroes_its_weights():
@@ -253,6 +257,8 @@ def test_kv_cache_loop_grows_the_cache_by_one_row_per_step():
     assert texts.count("kv1") == 3 and texts.count("kv5") == 1
     assert "prompt, L = P = 3" in texts and "step 2, L = 1" in texts
     assert any("next token x6" in t for t in texts)
-    with pytest.raises(ValueError, match="steps=0"):
+    with pytest.raises(ValueError, match="steps must be a positive integer, got 0"):
         kv_cache_loop(steps=0)
+    with pytest.raises(ValueError, match="prompt_len must be a positive integer, got True"):
+        kv_cache_loop(prompt_len=True)
     plt.close(fig)

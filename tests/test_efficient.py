@@ -355,6 +355,8 @@ def test_sparse_attention_errors_name_the_argument():
         ef.longformer_attention(q, k, v, window=2, global_tokens=(16,))
     with pytest.raises(ValueError, match="random"):
         ef.bigbird_attention(q, k, v, window=2, random=torch.zeros(15, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"random must lie in \[0, L=16\) \(key indices\), got entries from -1 to 30"):
+        ef.bigbird_attention(q, k, v, window=2, random=torch.arange(-1, 31).view(16, 2))
     with pytest.raises(ValueError, match="self-attention"):
         ef.banded_attention(q, k[..., :8, :], v[..., :8, :], window=2)
     with pytest.raises(ValueError, match="num_random"):
@@ -457,8 +459,11 @@ def test_gqa_cached_decoding_equals_full_pass_and_cache_is_smaller():
 
 
 def test_gqa_rejects_kv_heads_that_do_not_divide_heads():
-    with pytest.raises(ValueError, match=r"num_heads \(8\).*num_kv_heads \(3\)"):
+    with pytest.raises(ValueError, match=r"num_heads \(8\) must be divisible by num_kv_heads \(3\): each key/value "
+                                         r"head serves num_heads / num_kv_heads = 2.66667 query heads"):
         ef.GroupedQueryAttention(32, 8, 3)
+    with pytest.raises(ValueError, match="num_kv_heads must be a positive integer, got True"):
+        ef.GroupedQueryAttention(32, 8, True)
     with pytest.raises(ValueError, match="num_kv_heads"):
         ef.GroupedQueryAttention(32, 8, 0)
 
@@ -662,7 +667,7 @@ def test_swap_attention_keeps_bias_free_projections_and_the_dtype():
     torch.testing.assert_close(model(tokens), expected, atol=1e-12, rtol=1e-12)
 
 
-@pytest.mark.parametrize("heads", [0, -4, 2.0])
+@pytest.mark.parametrize("heads", [0, -4, 2.0, True])
 def test_efficient_self_attention_names_a_bad_head_count(heads):
     with pytest.raises(ValueError, match=rf"num_heads must be a positive integer, got {heads!r}"):
         ef.EfficientSelfAttention(16, heads)

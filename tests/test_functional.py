@@ -319,6 +319,17 @@ def test_errors_name_the_argument_in_full(call, error, message):
         call()
 
 
+@pytest.mark.parametrize("p,message", [
+    (True, r"dropout_p must be a number in \[0, 1\), got True"),  # True < 1 is False, but True is no probability
+    ("0.1", r"dropout_p must be a number in \[0, 1\), got '0.1'"),  # was a TypeError from comparing a str
+    (float("nan"), r"dropout_p must be a number in \[0, 1\), got nan"),
+    (-0.1, r"dropout_p must lie in \[0, 1\), got -0.1"),
+])
+def test_dropout_p_must_be_a_probability_below_one_not_a_bool_or_text(p, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        sdpa(*_qkv(), dropout_p=p)
+
+
 @pytest.mark.parametrize("holder", ["q", "k", "v", "q2 v3"])
 @pytest.mark.parametrize("weights", [False, True])
 def test_batch_dimensions_broadcast_from_any_input_and_a_full_batch_mask_fits(holder, weights):

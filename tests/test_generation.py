@@ -136,10 +136,15 @@ def test_the_step_gets_the_prompt_first_then_one_new_token_at_a_time():
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(max_new_tokens=-1), ValueError, r"max_new_tokens must be a non-negative integer, got -1"),
     (dict(max_new_tokens=2.0), ValueError, r"max_new_tokens must be a non-negative integer, got 2.0"),
-    (dict(top_k=0), ValueError, r"top_k must be None or a positive integer, got 0"),
-    (dict(temperature=-0.5), ValueError, r"temperature must be None or a number >= 0 \(0 and None: greedy\), got -0.5"),
-    (dict(eos_id=1.0), TypeError, r"eos_id must be None or an integer token id, got 1.0"),
-    (dict(pad_id="0"), TypeError, r"pad_id must be None or an integer token id, got '0'"),
+    (dict(top_k=0), ValueError, r"top_k must be a positive integer \(or None: every token\), got 0"),
+    (dict(top_k=True), ValueError, r"top_k must be a positive integer \(or None: every token\), got True"),
+    (dict(temperature=-0.5), ValueError, r"temperature must be at least 0 \(0 and None: greedy\), got -0.5"),
+    (dict(temperature=True), ValueError, r"temperature must be a number, at least 0 \(0 and None: greedy\), got True"),
+    (dict(use_cache="none"), ValueError, r"use_cache must be True or False, got 'none'"),
+    (dict(max_new_tokens=True), ValueError, r"max_new_tokens must be a non-negative integer, got True"),
+    (dict(eos_id=1.0), ValueError, r"eos_id must be an integer \(a token id, or None\), got 1.0"),
+    (dict(pad_id="0"), ValueError, r"pad_id must be an integer \(a token id, or None\), got '0'"),
+    (dict(pad_id=True), ValueError, r"pad_id must be an integer \(a token id, or None\), got True"),
     (dict(prompt=PROMPT.float()), TypeError, r"(prompt|src) must hold integer token ids, got dtype torch.float32"),
     (dict(prompt=PROMPT[0]), ValueError, r"(prompt|src) must have shape \(B, P\) with P >= 1, got \(4\)"),
     (dict(prompt=[[1, 2]]), TypeError, r"(prompt|src) must be a torch.Tensor, got list"),
@@ -156,13 +161,16 @@ def test_bad_generation_arguments_get_a_named_error(name, kwargs, error, message
 
 @pytest.mark.parametrize("name", ENCODER_DECODER)
 def test_a_start_id_that_is_not_an_integer_is_named(name):
-    with pytest.raises(TypeError, match=r"start_id must be None or an integer token id, got 0.5"):
+    with pytest.raises(ValueError, match=r"start_id must be an integer \(a token id, or None\), got 0.5"):
         ALL[name]().generate(PROMPT, 3, start_id=0.5)
 
 
-def test_token_model_prompt_out_of_the_vocabulary_is_named():
-    with pytest.raises(ValueError, match=r"prompt must lie in \[0, vocab_size=23\), got ids from 3 to 23"):
-        token_model().generate(torch.tensor([[3, 23]]), 2)
+@pytest.mark.parametrize("name", ALL)
+def test_a_prompt_out_of_the_vocabulary_is_named_by_every_decoder(name):
+    arg = "src" if name in ENCODER_DECODER else "prompt"
+    kw = {"start_id": 0} if name in ENCODER_DECODER else {}
+    with pytest.raises(ValueError, match=rf"{arg} must lie in \[0, vocab_size=23\), got ids from -1 to 23"):
+        ALL[name]().generate(torch.tensor([[3, 23], [-1, 4]]), 2, **kw)
 
 
 def _threads_seen(prompt, cached):
@@ -196,3 +204,97 @@ def test_small_cached_steps_run_on_one_thread_and_the_thread_count_is_restored()
         assert torch.get_num_threads() == 2  # restored after an error too
     finally:
         torch.set_num_threads(before)
+
+
+# --- one generate, owned once -------------------------------------------------------------------------
+
+def test_one_generate_is_shared_by_every_decoder_and_no_model_writes_its_own():
+    import attn
+
+    for factory in ALL.values():
+        assert type(factory()).generate is generation.GenerationMixin.generate
+    own = [f"{mod.__name__}.{name}" for mod in (attn.models, attn.variants, attn.blocks, attn.efficient)
+           for name, obj in vars(mod).items()
+           if isinstance(obj, type) and "generate" in vars(obj) and obj is not generation.GenerationMixin]
+    assert own == [], "a decoder supplies its step; generate lives in attn.generation.GenerationMixin"
+
+
+def _spy_caches(model):
+    made = []
+    original = model.new_caches
+
+    def spy(*args, **kwargs):
+        made.append((args, kwargs, original(*args, **kwargs)))
+        return made[-1][2]
+
+    model.new_caches = spy
+    return made
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_every_decoder_allocates_its_caches_once_for_the_whole_sequence(name):
+    """The self-attention caches are sized for prompt + new tokens at the start and never grow."""
+    model = ALL[name]()
+    made = _spy_caches(model)
+    out = _generate(name, model, 7)
+    assert len(made) == 1
+    caches = made[0][2]
+    selfs = [c[0] if isinstance(c, tuple) else c for c in caches]
+    total = (1 if name in ENCODER_DECODER else PROMPT.shape[1]) + 7
+    assert out.shape[1] == total
+    for cache in selfs:
+        assert cache.capacity == total and len(cache) == total - 1  # the last token is emitted, never fed
+        assert cache._buf[0].shape[-2] == total  # the one buffer allocated at the first step
+
+
+@pytest.mark.parametrize("name", ENCODER_DECODER)
+def test_every_encoder_decoder_can_reproject_its_memory_and_gets_the_same_tokens(name):
+    model = ALL[name]()
+    made = _spy_caches(model)
+    all_cached = _generate(name, model, 8)
+    self_only = _generate(name, model, 8, cross_cache=False)
+    none = _generate(name, model, 8, use_cache=False)
+    assert torch.equal(all_cached, self_only) and torch.equal(all_cached, none)
+    assert [kw.get("cross") for _, kw, _ in made] == [True, False]
+    assert all(cross is None for _, cross in made[1][2]) and all(cross.static for _, cross in made[0][2])
+
+
+def test_an_encoder_decoder_without_a_start_token_of_its_own_asks_for_one():
+    with pytest.raises(ValueError, match=r"Seq2Seq.generate needs start_id, the decoder's first token"):
+        seq2seq().generate(PROMPT, 3)
+    out = t5().generate(PROMPT, 3, eos_id=-1)  # T5's configuration names its start token (0)
+    assert out[:, 0].tolist() == [0, 0] and out.shape == (2, 4)
+
+
+def test_eos_minus_one_never_stops_early_even_where_the_model_names_an_end_token():
+    model = t5()
+    model.eos_id = int(model.generate(PROMPT, 1, eos_id=-1)[0, 1])  # the first token row 0 emits
+    assert model.generate(PROMPT, 5).shape[1] < 6  # its own eos_id: row 0 finishes at once
+    assert model.generate(PROMPT, 5, eos_id=-1).shape == (2, 6)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_a_sequence_longer_than_the_models_positions_is_refused_before_any_step(name):
+    model = ALL[name]()
+    limit = model.max_positions
+    if limit is None:
+        pytest.skip(f"{name} has relative positions: no limit")
+    start = 1 if name in ENCODER_DECODER else PROMPT.shape[1]
+    with pytest.raises(ValueError, match=rf"= {limit + 1} exceeds the {limit} positions of {name} \(max_len\)"):
+        _generate(name, model, limit + 1 - start)
+    assert _generate(name, model, limit - start).shape[1] == limit
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_start_end_and_pad_ids_must_name_a_token_of_the_vocabulary(name):
+    model = ALL[name]()
+    for arg in ("eos_id", "pad_id") + (("start_id",) if name in ENCODER_DECODER else ()):
+        with pytest.raises(ValueError, match=rf"{arg} must lie in \[0, vocab_size={V}\), got {V}"):
+            _generate(name, model, 2, **{arg: V})
+
+
+@pytest.mark.parametrize("name", DECODER_ONLY)
+def test_a_decoder_only_model_refuses_an_encoder_decoders_arguments(name):
+    for kw in (dict(src_key_mask=torch.ones(2, 4, dtype=torch.bool)), dict(start_id=0), dict(cross_cache=False)):
+        with pytest.raises(TypeError, match=rf"{name} is a decoder-only model: {next(iter(kw))} applies to"):
+            ALL[name]().generate(PROMPT, 2, **kw)

@@ -79,6 +79,7 @@ def test_worked_example_takes_other_shapes_and_rounds_to_4_decimals():
     (dict(W_V=torch.full((4, 4), 1e4)), r"W_V has entries .* \[-1000, 1000\]"),
     (dict(tokens=["a", "b"]), r"tokens has 2 entries but X has 3 rows"),
     (dict(X=torch.ones(4)), r"X must be a non-empty matrix, got shape \(4\)"),
+    (dict(is_causal=1), r"is_causal must be True or False, got 1"),
 ])
 def test_worked_example_refuses_bad_arguments_naming_them(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -95,6 +96,9 @@ def test_worked_example_update_checks_everything_together_and_keeps_tokens():
     assert len(e.X[0]) == 4, "a refused update changes nothing"
     with pytest.raises(TypeError, match="unknown names"):
         e.update(Y=1)
+    with pytest.raises(ValueError, match="is_causal must be True or False, got 0"):
+        e.update(X=torch.ones(2, 4), is_causal=0)
+    assert len(e.X) == 3 and e.is_causal, "a refused update changes nothing"
     assert repr(e) == "WorkedExampleExplorer(tokens=['the', 'cat', 'sat'], X=(3, 4), E=4, Ev=4, is_causal=True)"
 
 
@@ -121,9 +125,10 @@ def test_online_softmax_starts_with_the_figures_example_and_ends_at_full_attenti
     (dict(scores=[], values=[]), r"same non-zero length"),
     (dict(scores=list(range(40)), values=list(range(40))), r"40 keys: .* at most 32"),
     (dict(scores=[1, float("inf")], values=[1, 2]), r"scores has entries that are not finite"),
-    (dict(block_size=9), r"block_size=9 is larger than the number of keys \(8\)"),
-    (dict(block_size=0), r"block_size must be a positive integer"),
-    (dict(step=5), r"step must be a whole number from 0 to 4"),
+    (dict(block_size=9), r"block_size must lie in \[1, keys=8\], got 9"),
+    (dict(block_size=0), r"block_size must lie in \[1, keys=8\], got 0"),
+    (dict(step=5), r"step must lie in \[0, blocks=4\] \(the blocks already processed\), got 5"),
+    (dict(step=True), r"step must be an integer in \[0, blocks=4\]"),
 ])
 def test_online_softmax_refuses_bad_arguments_naming_them(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -417,3 +417,46 @@ def test_random_keys_without_a_seed_are_the_keys_of_bigbird_without_one():
     mask[torch.arange(8).unsqueeze(1), keys] = True
     assert torch.equal(mask, masks.bigbird(8, window=1, global_tokens=()))
     assert not torch.equal(keys, masks.random_keys(8, num_random=2, seed=1))
+
+
+# --- distances: the one grid of query minus key positions (issue 30) -----------------------------
+
+def test_distances_is_query_position_minus_key_position():
+    assert masks.distances(2, 3).tolist() == [[0, -1, -2], [1, 0, -1]]
+    assert masks.distances(2, 3, offset=1).tolist() == [[1, 0, -1], [2, 1, 0]]  # queries at positions 1 and 2
+    assert masks.distances(3).tolist() == [[0, -1, -2], [1, 0, -1], [2, 1, 0]]  # S defaults to L
+    assert masks.distances(1, 4, offset=-2).tolist() == [[-2, -3, -4, -5]]
+    assert masks.distances(2, 3).dtype == torch.long
+    assert masks.distances(2, 3, device=META).device == META
+
+
+@pytest.mark.parametrize("L,S,offset", [(4, 4, 0), (3, 7, 4), (5, 3, 0), (2, 6, 1), (6, 2, -3)])
+def test_the_masks_are_rules_on_the_distances(L, S, offset):
+    d = masks.distances(L, S, offset=offset)
+    assert torch.equal(masks.causal(L, S, offset=offset), d >= 0)
+    assert torch.equal(masks.sliding_window(L, S, window=2, offset=offset), d.abs() < 2)
+    assert torch.equal(masks.sliding_window(L, S, window=3, is_causal=True, offset=offset), (d >= 0) & (d < 3))
+    d0 = masks.distances(L, S)
+    assert torch.equal(masks.dilated(L, S, window=2, dilation=2), (d0.abs() < 4) & (d0 % 2 == 0))
+    assert torch.equal(masks.dilated(L, S, window=2, dilation=2, is_causal=True), (d0 >= 0) & (d0 < 4) & (d0 % 2 == 0))
+
+
+def test_distances_between_takes_any_positions_and_batches():
+    q, k = torch.tensor([[5, 7], [0, 1]]), torch.tensor([[1, 2, 9], [3, 0, 1]])  # (2, L=2), (2, S=3)
+    d = masks.distances_between(q, k)
+    assert d.shape == (2, 2, 3)
+    assert d.tolist() == [[[4, 3, -4], [6, 5, -2]], [[-3, 0, -1], [-2, 1, 0]]]
+    assert torch.equal(masks.distances_between(torch.arange(3) + 2, torch.arange(5)), masks.distances(3, 5, offset=2))
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: masks.distances(0), "L must be a positive integer, got 0"),
+    (lambda: masks.distances(2, True), "S must be a positive integer, got True"),
+    (lambda: masks.distances(2, 3, offset=0.5), "offset must be an integer, got 0.5"),
+    (lambda: masks.causal(2, 3, offset=True), "offset must be an integer, got True"),
+    (lambda: masks.sliding_window(True, window=1), "L must be a positive integer, got True"),
+    (lambda: masks.prefix_lm(4, True), r"prefix must be an integer in \[0, L=4\], got True"),
+])
+def test_distances_and_the_masks_on_them_name_a_bad_size(call, message):
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        call()

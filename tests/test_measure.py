@@ -82,10 +82,14 @@ def test_compare_times_each_call_side_by_side_and_orders_them():
 def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="clock must be one of"):
         attn.measure.seconds("pass", clock="cpu")
-    with pytest.raises(ValueError, match="min_run_time"):
+    with pytest.raises(ValueError, match=r"min_run_time must be at least 0 seconds \(0: one warm-up and one timed run\), got -1"):
         attn.measure.seconds("pass", min_run_time=-1)
-    with pytest.raises(ValueError, match="rounds must be"):
+    with pytest.raises(ValueError, match=r"min_run_time must be a number, at least 0 seconds .*got True"):
+        attn.measure.seconds("pass", min_run_time=True)
+    with pytest.raises(ValueError, match="rounds must be a positive integer, got 0"):
         attn.measure.compare({"a": "pass"}, rounds=0)
+    with pytest.raises(ValueError, match="rounds must be a positive integer, got True"):
+        attn.measure.compare({"a": "pass"}, rounds=True)
     with pytest.raises(ValueError, match="calls must name"):
         attn.measure.compare({})
 

@@ -129,13 +129,22 @@ def test_mha_flops_formula_equals_the_counter_and_the_closed_form(H):
     x, memory = torch.randn(B, L, D), torch.randn(B, S, D)
     assert _counted(lambda: mha(x, memory, need_weights=True)) == sum(f.values())
     assert sum(p.numel() for p in mha.parameters()) == attn.book.multi_head_attention.mha_params(D)
-    with pytest.raises(ValueError, match="H must divide D"):
+    with pytest.raises(ValueError, match=r"D \(10\) must be divisible by H \(3\): each head gets D / H = 3.33333"):
         attn.book.multi_head_attention.mha_flops(B, L, S, 10, 3)
 
 
 def test_single_head_rejects_a_head_index_out_of_range():
-    with pytest.raises(ValueError, match="0 .. 1, got 2"):
-        attn.book.multi_head_attention.single_head(attn.MultiHeadAttention(8, 2), 2)
+    mha = attn.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"h must lie in \[0, num_heads=2\) \(a head index\), got 2"):
+        attn.book.multi_head_attention.single_head(mha, 2)
+    with pytest.raises(ValueError, match=r"h must be an integer in \[0, num_heads=2\).*got True"):
+        attn.book.multi_head_attention.single_head(mha, True)
+
+
+@pytest.mark.parametrize("H", [0, True])
+def test_mha_flops_refuses_a_head_count_that_is_not_a_positive_integer(H):
+    with pytest.raises(ValueError, match=f"H must be a positive integer, got {H}"):
+        attn.book.multi_head_attention.mha_flops(2, 7, 11, 32, H)
 
 
 def test_heads_removed_silences_exactly_those_heads_and_restores_the_mask():

@@ -136,7 +136,7 @@ def test_rope_at_position_zero_is_the_identity_and_half_precision_keeps_its_dtyp
 
 
 def test_rope_rejects_odd_widths_and_vectors_of_the_wrong_width():
-    with pytest.raises(ValueError, match="d_head must be even, got d_head=7"):
+    with pytest.raises(ValueError, match=r"d_head must be even \(RoPE rotates pairs of dimensions\), got d_head=7"):
         RotaryPositionalEncoding(7)
     with pytest.raises(ValueError, match=r"x has last dimension 6 \(shape \(1, 2, 3, 6\)\), expected 8"):
         RotaryPositionalEncoding(8).rotate(torch.zeros(1, 2, 3, 6), 0)
@@ -245,8 +245,10 @@ def test_t5_bias_looks_up_one_scalar_per_bucket_and_head():
 
 
 def test_t5_rejects_bad_bucket_arguments_and_head_mismatch():
-    with pytest.raises(ValueError, match="even num_buckets >= 4.*got 7"):
+    with pytest.raises(ValueError, match=r"num_buckets must be even for bidirectional buckets \(half per sign\), got num_buckets=7"):
         T5RelativePositionBias(2, num_buckets=7)
+    with pytest.raises(ValueError, match=r"num_buckets must be at least 4 for bidirectional buckets \(half per sign\), got 2"):
+        T5RelativePositionBias(2, num_buckets=2)
     with pytest.raises(ValueError, match=r"max_distance \(4\) must exceed"):
         T5RelativePositionBias(2, num_buckets=32, max_distance=4)
     with pytest.raises(ValueError, match="num_heads=2"):
@@ -424,9 +426,12 @@ def test_rope_makes_self_attention_see_order(seed):
 # --- every bad input named in full; defaults, boundaries and precision pinned (mutation testing, make mutate) ---
 
 BAD_INPUTS = [
-    ('table_len0', lambda: positional.sinusoidal_table(0, 4), ValueError, 'max_len and d_model must be positive, got max_len=0, d_model=4'),
-    ('table_d0', lambda: positional.sinusoidal_table(4, 0), ValueError, 'max_len and d_model must be positive, got max_len=4, d_model=0'),
+    ('table_len0', lambda: positional.sinusoidal_table(0, 4), ValueError, 'max_len must be a positive integer, got 0'),
+    ('table_d0', lambda: positional.sinusoidal_table(4, 0), ValueError, 'd_model must be a positive integer, got 0'),
+    ('table_len_bool', lambda: positional.sinusoidal_table(True, 4), ValueError, 'max_len must be a positive integer, got True'),
+    ('table_d_float', lambda: positional.sinusoidal_table(4, 4.0), ValueError, 'd_model must be a positive integer, got 4.0'),
     ('table_base', lambda: positional.sinusoidal_table(4, 4, base=0), ValueError, 'base must be a positive number (the wavelength base, 10000 in the paper), got 0'),
+    ('sin_enc_off', lambda: positional.SinusoidalPositionalEncoding(4).encoding(2, offset=-1), ValueError, 'offset must be a non-negative integer (the position of the first token), got -1'),
     ('sin_enc', lambda: positional.SinusoidalPositionalEncoding(4, max_len=3).encoding(2, offset=2), ValueError, 'positions 2..3 do not fit the positional table of max_len=3; build the encoding with max_len >= 4'),
     ('sin_x_list', lambda: positional.SinusoidalPositionalEncoding(4)([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
     ('sin_x_1d', lambda: positional.SinusoidalPositionalEncoding(4)(torch.zeros(4)), ValueError, 'x must have at least 2 dimensions, got shape (4)'),
@@ -466,7 +471,7 @@ BAD_INPUTS = [
     ('t5_off', lambda: positional.T5RelativePositionBias(2).score_bias(torch.zeros(1, 2, 2, 4), -1, 2), ValueError, 'q_offset must be a non-negative integer (the position of the first token), got -1'),
     ('alibi_off', lambda: positional.ALiBi(2).score_bias(torch.zeros(1, 2, 2, 4), -1, 2), ValueError, 'q_offset must be a non-negative integer (the position of the first token), got -1'),
     ('rope_d', lambda: positional.RotaryPositionalEncoding(0), ValueError, 'd_head must be a positive integer, got 0'),
-    ('rope_odd', lambda: positional.RotaryPositionalEncoding(3), ValueError, 'RoPE rotates pairs of dimensions, so d_head must be even, got d_head=3'),
+    ('rope_odd', lambda: positional.RotaryPositionalEncoding(3), ValueError, 'd_head must be even (RoPE rotates pairs of dimensions), got d_head=3'),
     ('rope_base', lambda: positional.RotaryPositionalEncoding(4, base=-1.0), ValueError, 'base must be a positive number (the wavelength base, 10000 in the paper), got -1.0'),
     ('rope_x_list', lambda: positional.RotaryPositionalEncoding(4).rotate([1.0]), TypeError, 'x must be a torch.Tensor, got list'),
     ('rope_x_1d', lambda: positional.RotaryPositionalEncoding(4).rotate(torch.zeros(4)), ValueError, 'x must have at least 2 dimensions, got shape (4)'),

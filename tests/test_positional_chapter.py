@@ -60,10 +60,19 @@ def test_last_write_rate_and_distance_do_not_depend_on_length():
 
 
 def test_last_write_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="p_write=0"):
+    with pytest.raises(ValueError, match=r"p_write must lie in \(0, 1\] \(the probability of a write\), got 0"):
         data.last_write(2, 8, p_write=0)
-    with pytest.raises(ValueError, match="length=0"):
+    with pytest.raises(ValueError, match="length must be a positive integer, got 0"):
         data.last_write(2, 0)
+    with pytest.raises(ValueError, match="num_fillers must be a positive integer, got True"):
+        data.last_write(2, 8, num_fillers=True)
+
+
+def test_offset_matrix_needs_a_positive_even_width():
+    with pytest.raises(ValueError, match=r"d must be even \(sin/cos pairs\), got d=3"):
+        offset_matrix(1, 3)
+    with pytest.raises(ValueError, match="d must be a positive integer, got 0"):
+        offset_matrix(1, 0)
 
 
 # --- sinusoidal: an offset is one rotation for every position --------------------------------------

@@ -328,6 +328,100 @@ def _validation_helpers(module: str, tree: ast.Module) -> list[str]:
     return found
 
 
+def _raises_value_or_type_error(body: list[ast.stmt]) -> bool:
+    return any(isinstance(n, ast.Raise) and n.exc is not None
+               and getattr(n.exc.func if isinstance(n.exc, ast.Call) else n.exc, "id", None) in ("ValueError", "TypeError")
+               for n in body)
+
+
+def _is_number_literal(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _checks_a_parameter(test: ast.expr, parameters: set[str]) -> bool:
+    """``test`` compares a parameter with a number (``n < 1``, ``0 <= p < 1``) or asks whether a
+    value is an ``int``, ``float`` or ``bool`` (``isinstance(x, int)``)."""
+    for n in ast.walk(test):
+        if isinstance(n, ast.Compare):
+            sides = [n.left, *n.comparators]
+            if any(map(_is_number_literal, sides)) and any(isinstance(x, ast.Name) and x.id in parameters for x in sides):
+                return True
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "isinstance" and len(n.args) == 2:
+            kinds = n.args[1].elts if isinstance(n.args[1], ast.Tuple) else [n.args[1]]
+            if any(getattr(k, "id", None) in ("int", "float", "bool") for k in kinds):
+                return True
+    return False
+
+
+def _from_arange(node: ast.expr, names: set[str]) -> bool:
+    return any((isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == "arange")
+               or (isinstance(n, ast.Name) and n.id in names) for n in ast.walk(node))
+
+
+def _arange_names(function: ast.AST) -> set[str]:
+    """Names assigned (in ``function``) from ``torch.arange``, directly or through other such names."""
+    names: set[str] = set()
+    assigns = [n for n in _own_nodes(function) if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None]
+    while True:
+        found = {t.id for a in assigns if _from_arange(a.value, names)
+                 for target in (a.targets if isinstance(a, ast.Assign) else [a.target])
+                 for t in (target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])
+                 if isinstance(t, ast.Name)}
+        if found <= names:
+            return names
+        names |= found
+
+
+def _own_nodes(function: ast.AST):
+    """The nodes of ``function``'s own body, not those of a function or class defined inside it."""
+    for child in ast.iter_child_nodes(function):
+        yield child
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            yield from _own_nodes(child)
+
+
+def _functions(node: ast.AST, prefix: str = ""):
+    """Every function and method under ``node`` with its qualified name (``ViT.__init__``)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not isinstance(child, ast.ClassDef):
+                yield prefix + child.name, child
+            yield from _functions(child, f"{prefix}{child.name}.")
+        else:
+            yield from _functions(child, prefix)
+
+
+def _inline_checks(module: str, tree: ast.Module) -> list[str]:
+    """What ``attn._checks`` and ``attn.masks.distances`` are the one home of, written inline in a
+    function: ``module.function: rule: code`` for each (a) inline argument check: an ``if`` that
+    compares a parameter with a number or tests ``isinstance(..., int | float | bool)`` and raises
+    ValueError/TypeError; (b) a ``%`` divisibility test that raises; (c) a distance grid: a subtraction
+    whose two sides both come from ``torch.arange`` (outside :mod:`attn.masks`)."""
+    found = []
+    for name, function in _functions(tree):
+        a = function.args
+        parameters = {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x is not None}
+        where = f"{module}.{name}"
+        for n in _own_nodes(function):
+            if isinstance(n, ast.If) and _raises_value_or_type_error(n.body):
+                if any(isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mod) for m in ast.walk(n.test)):
+                    found.append(f"{where}: divisibility: {ast.unparse(n.test)}")
+                elif _checks_a_parameter(n.test, parameters):
+                    found.append(f"{where}: inline check: {ast.unparse(n.test)}")
+        if module != "attn.masks":
+            names = _arange_names(function)
+            found += [f"{where}: distance grid: {ast.unparse(n)}" for n in _own_nodes(function)
+                      if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub)
+                      and _from_arange(n.left, names) and _from_arange(n.right, names)]
+    return found
+
+
+#: Checks still written inline, each with why (``module.function: rule``). A test fails when one is gone.
+INLINE_EXCEPTIONS: dict[str, str] = {}
+
+
 def test_private_import_check_catches_a_sibling_private_and_allows_checks():
     tree = ast.parse("from attn import _checks\nfrom attn.efficient.tiled import _positive_int, tiled_attention\n"
                      "from attn._checks import fmt\nfrom attn.functional import _validate\n")
@@ -356,6 +450,43 @@ def test_argument_checks_are_defined_once_in_checks(root):
     found = [hit for module, tree in _attn_modules(root) if module != "attn._checks"
              for hit in _validation_helpers(module, tree)]
     assert found == [], "use attn._checks (positive_int, non_negative_int, fmt, qkv, ...) instead of a copy"
+
+
+def test_inline_check_guard_catches_each_pattern_and_not_its_lookalikes():
+    tree = ast.parse(
+        "def capacity(capacity=None):\n"
+        "    if capacity is not None and capacity < 1:\n        raise ValueError(capacity)\n"
+        "def dropout(p):\n    if not 0.0 <= p < 1.0:\n        raise ValueError(p)\n"
+        "def kind(x):\n    y = x\n    if isinstance(y, bool) or not isinstance(y, int):\n        raise TypeError(y)\n"
+        "def heads(d_model, num_heads):\n    if d_model % num_heads:\n        raise ValueError(d_model)\n"
+        "def grid(L, S):\n    i = torch.arange(L).unsqueeze(1)\n    j = torch.arange(S)[None]\n    k = j\n"
+        "    return i - k\n"
+        "def inline_grid(L):\n    return torch.arange(L)[:, None] - torch.arange(L)\n"
+        # lookalikes: a shape test, a local compared with a number, a check that returns, a tensor type
+        # test, a parity that flips instead of raising, one side from arange, arange into a slice
+        "def shape(x, n):\n    if x.dim() != 4 or x.shape[0] < 1:\n        raise ValueError(x)\n"
+        "    m = len(x)\n    if m < 1:\n        raise ValueError(m)\n    if n < 1:\n        return 0\n"
+        "    if not isinstance(x, torch.Tensor):\n        raise TypeError(x)\n"
+        "def parity(x, step):\n    if step % 2:\n        x = x.flip(0)\n    return x\n"
+        "def shifted(L, pos):\n    p = torch.arange(L)\n    pos[:, 1:] = torch.arange(L - 1)\n"
+        "    return p - 1, pos - L, torch.arange(L) - pos\n")
+    assert [hit.split(": ")[:2] for hit in _inline_checks("m", tree)] == [
+        ["m.capacity", "inline check"], ["m.dropout", "inline check"], ["m.kind", "inline check"],
+        ["m.heads", "divisibility"], ["m.grid", "distance grid"], ["m.inline_grid", "distance grid"]]
+    assert _inline_checks("attn.masks", ast.parse("def distances(L):\n    return torch.arange(L) - torch.arange(L)\n")) == []
+
+
+def test_no_argument_check_or_distance_grid_is_written_inline(root):
+    """Every argument check calls :mod:`attn._checks` (a bool is not a number there), every heads
+    rule ``_checks.heads``, every ``i - j`` grid :func:`attn.masks.distances`: a copy written inline
+    drifts (three of them took ``True`` for a count), so the pattern itself is refused."""
+    hits = [hit for module, tree in _attn_modules(root) if module != "attn._checks"
+            for hit in _inline_checks(module, tree)]
+    rules = {": ".join(hit.split(": ", 2)[:2]) for hit in hits}  # "module.function: rule"
+    unexplained = [hit for hit in hits if ": ".join(hit.split(": ", 2)[:2]) not in INLINE_EXCEPTIONS]
+    assert unexplained == [], "call attn._checks (integer, number, divisible, heads, ...) or attn.masks.distances"
+    stale = sorted(set(INLINE_EXCEPTIONS) - rules)
+    assert stale == [], "these exceptions are fixed: remove them from INLINE_EXCEPTIONS"
 
 
 def test_the_causal_flag_is_called_is_causal_everywhere_in_attn(root):

@@ -398,3 +398,53 @@ def test_smooth_is_a_trailing_mean_with_a_short_start():
     assert train.smooth([2.0] * 30) == [2.0] * 30
     with pytest.raises(ValueError, match="k must be a positive integer"):
         train.smooth([1.0], k=0)
+
+
+# --- bad input gets the package's named errors, as TokenModel's always did -----------------------------
+
+BAD_INPUT = [
+    ("GPT: a token id past the vocabulary", lambda: GPT(11, 8, 2, 1, max_len=6)(torch.full((1, 3), 11)),
+     ValueError, r"tokens must lie in \[0, vocab_size=11\), got ids from 11 to 11"),
+    ("GPT.generate: a prompt id past the vocabulary", lambda: GPT(11, 8, 2, 1, max_len=6).generate(torch.full((1, 2), 11), 2),
+     ValueError, r"prompt must lie in \[0, vocab_size=11\), got ids from 11 to 11"),
+    ("GPT.generate: longer than the table", lambda: GPT(11, 8, 2, 1, max_len=6).generate(torch.zeros(1, 4, dtype=torch.long), 3),
+     ValueError, r"prompt length 4 \+ max_new_tokens 3 = 7 exceeds the 6 positions of GPT \(max_len\)"),
+    ("GPT: float tokens", lambda: GPT(11, 8, 2, 1)(torch.zeros(1, 3)),
+     TypeError, r"tokens must hold integer token ids, got dtype torch.float32"),
+    ("BERT: a negative id", lambda: BERT(11, 8, 2, 1)(torch.full((1, 3), -1)),
+     ValueError, r"tokens must lie in \[0, vocab_size=11\), got ids from -1 to -1"),
+    ("BERT: a segment past type_vocab_size", lambda: BERT(11, 8, 2, 1)(torch.zeros(1, 3, dtype=torch.long),
+                                                                       segments=torch.full((1, 3), 2)),
+     ValueError, r"segments must lie in \[0, type_vocab_size=2\), got ids from 2 to 2"),
+    ("T5: a source id past the vocabulary", lambda: T5(11, 8, 2, 1)(torch.full((1, 3), 11), torch.zeros(1, 2, dtype=torch.long)),
+     ValueError, r"src must lie in \[0, vocab_size=11\), got ids from 11 to 11"),
+    ("T5: a target id past the vocabulary", lambda: T5(11, 8, 2, 1)(torch.zeros(1, 3, dtype=torch.long), torch.full((1, 2), 12)),
+     ValueError, r"tgt_in must lie in \[0, vocab_size=11\), got ids from 12 to 12"),
+    ("T5.generate: start_id past the vocabulary", lambda: T5(11, 8, 2, 1).generate(torch.zeros(1, 3, dtype=torch.long), 2,
+                                                                                 start_id=11),
+     ValueError, r"start_id must lie in \[0, vocab_size=11\), got 11"),
+    ("ViT: images without a channel dimension", lambda: ViT(8, 2, 3, 8, 2, 1)(torch.randn(1, 8, 8)),
+     ValueError, r"images must have shape \(B, 1, 8, 8\), got \(1, 8, 8\)"),
+    ("Seq2Seq.generate: use_cache a string", lambda: attn.models.Seq2Seq(10, 10, 16, 2, 1, 1).generate(
+        torch.tensor([[1, 2]]), 3, start_id=1, use_cache="none"),
+     ValueError, r"use_cache must be True or False, got 'none'"),
+    ("Seq2Seq.generate: cross_cache a string", lambda: attn.models.Seq2Seq(10, 10, 16, 2, 1, 1).generate(
+        torch.tensor([[1, 2]]), 3, start_id=1, cross_cache="no"),
+     ValueError, r"cross_cache must be True or False, got 'no'"),
+    ("TokenModel.generate: use_cache 1", lambda: attn.models.TokenModel(10, 8, 2, 1, is_causal=True).generate(
+        torch.tensor([[1, 2]]), 3, use_cache=1),
+     ValueError, r"use_cache must be True or False, got 1"),
+    ("GPT.generate: use_cache a string", lambda: GPT(11, 8, 2, 1).generate(torch.tensor([[1, 2]]), 3, use_cache="no"),
+     ValueError, r"use_cache must be True or False, got 'no'"),
+    ("T5.generate: use_cache None", lambda: T5(11, 8, 2, 1).generate(torch.tensor([[1, 2]]), 3, use_cache=None),
+     ValueError, r"use_cache must be True or False, got None"),
+    ("GPT.generate: an encoder-decoder's argument", lambda: GPT(11, 8, 2, 1).generate(torch.tensor([[1, 2]]), 3, start_id=1),
+     TypeError, r"GPT is a decoder-only model: start_id applies to encoder-decoder models only"),
+]
+
+
+@pytest.mark.parametrize("case, call, error, message", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
+def test_bad_input_to_a_variant_gets_a_named_error(case, call, error, message):  # noqa: ARG001  (case: the id)
+    torch.manual_seed(0)
+    with pytest.raises(error, match=message):
+        call()

@@ -100,13 +100,18 @@ def test_live_changes_clamp_dependent_values_like_the_front_end():
     "kwargs, match",
     [
         (dict(kind="triangular"), r"kind must be one of .*'causal'.*got 'triangular'"),
-        (dict(L=0), r"L must be an integer in \[1, 32\].*got 0"),
-        (dict(L=40), r"L must be an integer in \[1, 32\]"),
-        (dict(S=33), r"S must be an integer in \[1, 32\]"),
+        (dict(L=0), r"L must lie in \[1, 32\] \(the grid's size\), got 0"),
+        (dict(L=40), r"L must lie in \[1, 32\]"),
+        (dict(L=True), r"L must be an integer in \[1, 32\] \(the grid's size\), got True"),
+        (dict(S=33), r"S must lie in \[1, 32\]"),
+        (dict(S=4.0), r"S must be an integer in \[1, 32\].*got 4.0"),
         (dict(kind="padding", L=4, lengths=[5]), r"lengths must be a non-empty list of lengths in \[0, S=4\], got \[5\]"),
         (dict(kind="cross_padding", L=4, S=3, src_lengths=[]), r"src_lengths must be a non-empty list"),
         (dict(kind="local_global", L=4, global_tokens=(4,)), r"global_tokens \[4\] are outside \[0, min\(L, S\)\) = \[0, 4\)"),
-        (dict(window=0), r"window must be >= 1, got 0"),
+        (dict(window=0), r"window must be a positive integer, got 0"),
+        (dict(dilation=True), r"dilation must be a positive integer, got True"),
+        (dict(seed=-1), r"seed must be a non-negative integer, got -1"),
+        (dict(batch=False), r"batch must be a non-negative integer, got False"),
         (dict(L=3, S=4, scores=torch.zeros(4, 3)), r"scores has shape \(4, 3\), expected \(L, S\) = \(3, 4\)"),
         (dict(L=2, scores=[[0.0, float("nan")], [0.0, 0.0]]), r"scores must be finite"),
     ],
@@ -156,7 +161,7 @@ def test_update_sets_several_traits_at_once_and_checks_them():
     w.update(kind="dilated", L=12, window=3, dilation=2)
     assert (w.kind, w.L, w.window, w.dilation) == ("dilated", 12, 3, 2)
     assert torch.equal(w.mask(), masks.dilated(12, 12, window=3, dilation=2))
-    with pytest.raises(ValueError, match="window must be >= 1"):
+    with pytest.raises(ValueError, match="window must be a positive integer, got 0"):
         w.update(window=0)
     assert w.window == 3
     with pytest.raises(TypeError, match="unknown parameters"):
@@ -255,7 +260,9 @@ def test_update_without_new_weights_keeps_the_8_bit_copy():
         (["a", "b", "c"], attn_weights(2, 3, 3), dict(key_tokens=["x"]), r"key_tokens has 1 entries .* expected weights shaped \(layers, heads, L, 1\)"),
         (["a", "b", "c"], attn_weights(3, 3), {}, r"weights must have 3, 4 or 5 dimensions.*got 2 dimensions, shape \(3, 3\)"),
         (["a", "b", "c"], attn_weights(2, 1, 1, 1, 3, 3), {}, r"got 6 dimensions, shape \(2, 1, 1, 1, 3, 3\)"),
-        (["a", "b", "c"], attn_weights(2, 1, 1, 3, 3), dict(batch_index=2), r"batch_index=2 is out of range for weights of shape \(2, 1, 1, 3, 3\)"),
+        (["a", "b", "c"], attn_weights(2, 1, 1, 3, 3), dict(batch_index=2),
+         r"batch_index must lie in \[-2, 2\) \(weights of shape \(2, 1, 1, 3, 3\) hold 2 sequences\), got 2"),
+        (["a", "b", "c"], attn_weights(2, 1, 1, 3, 3), dict(batch_index=True), r"batch_index must be an integer in \[-2, 2\)"),
         (["a", "b"], torch.tensor([[[0.5, float("nan")], [0.5, 0.5]]]), {}, r"weights contains NaN .* \[0, 0, 0, 1\]"),
         (["a", "b"], torch.tensor([[[1.5, -0.5], [0.5, 0.5]]]), {}, r"weights contains negative values \(min -0.5"),
         (["a", "b"], torch.tensor([[[0.5, 0.5], [0.5, 0.2]]]), {}, r"normalized=True .* row at \[layer, head, query\] = \[0, 0, 1\] sums to 0.7000"),
@@ -284,10 +291,14 @@ def test_attention_explorer_options_are_checked():
     w = attn_weights(2, 3, 4, 4)
     e = AttentionExplorer(list("abcd"), w, layer=1, heads=[0, 2], view="heatmap", query=3)
     assert (e.layer, e.heads, e.view, e.query) == (1, [True, False, True], "heatmap", 3)
-    with pytest.raises(ValueError, match="layer=2 is out of range: weights has 2 layer"):
+    with pytest.raises(ValueError, match=r"layer must lie in \[-2, 2\) \(weights has 2 layer\(s\)\), got 2"):
         AttentionExplorer(list("abcd"), w, layer=2)
-    with pytest.raises(ValueError, match=r"heads=\[5\] must be head indices in \[0, 3\)"):
-        AttentionExplorer(list("abcd"), w, heads=[5])
+    with pytest.raises(ValueError, match=r"heads\[1\] must lie in \[0, 3\) \(a head index\), got 5"):
+        AttentionExplorer(list("abcd"), w, heads=[0, 5])
+    with pytest.raises(ValueError, match=r"query must lie in \[0, 4\) \(weights has 4 query tokens\), got 4"):
+        AttentionExplorer(list("abcd"), w, query=4)
+    with pytest.raises(ValueError, match=r"query must be an integer in \[0, 4\).*got True"):
+        AttentionExplorer(list("abcd"), w, query=True)
     with pytest.raises(ValueError, match="view must be one of"):
         AttentionExplorer(list("abcd"), w, view="pie")
     with pytest.raises(ValueError, match="view must be one of"):
@@ -340,8 +351,9 @@ def test_positional_similarity_is_the_dot_product_with_every_other_position():
         (dict(table=torch.zeros(3)), r"encodings\['table'\] must have shape \(positions, D\), got \(3\)"),
         (dict(encodings={"x": torch.full((2, 2), float("inf"))}), r"encodings\['x'\] contains NaN or infinite"),
         (dict(encodings={}), r"encodings must be a non-empty mapping"),
-        (dict(position=64), r"position=64 is out of range for the 'sinusoidal' table of shape \(64, 32\)"),
-        (dict(pair=16), r"pair=16 is out of range: the 'sinusoidal' table has D=32"),
+        (dict(position=64), r"position must lie in \[0, 64\) \(a row of the 'sinusoidal' table of shape \(64, 32\)\), got 64"),
+        (dict(pair=16), r"pair must lie in \[0, 16\) \(a sin/cos pair of the 'sinusoidal' table, D=32\), got 16"),
+        (dict(pair=True), r"pair must be an integer in \[0, 16\).*got True"),
         (dict(table=torch.zeros(2, 2), encodings={"a": torch.zeros(2, 2)}), "either table or encodings"),
     ],
 )

@@ -34,8 +34,8 @@ class KVCache:
     """
 
     def __init__(self, static: bool = False, capacity: int | None = None):
-        if capacity is not None and (not isinstance(capacity, int) or capacity < 1):
-            raise ValueError(f"capacity must be a positive integer or None, got {capacity!r}")
+        if capacity is not None:
+            _checks.positive_int("capacity", capacity, " or None")
         self.static = static
         self.capacity = capacity
         self.k: torch.Tensor | None = None  # (B, H, S, E): the cached rows
@@ -111,8 +111,7 @@ class SelfAttention(nn.Module):
         d_k = d_model if d_k is None else d_k
         d_v = d_k if d_v is None else d_v
         for name, value in (("d_model", d_model), ("d_k", d_k), ("d_v", d_v)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            _checks.positive_int(name, value)
         self.d_model, self.d_k, self.d_v = d_model, d_k, d_v
         self.W_q = nn.Linear(d_model, d_k, bias=bias)
         self.W_k = nn.Linear(d_model, d_k, bias=bias)
@@ -161,16 +160,7 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, num_heads: int, *, dropout: float = 0.0, bias: bool = True, positional: nn.Module | None = None
     ):
         super().__init__()
-        if not isinstance(num_heads, int) or num_heads < 1:
-            raise ValueError(f"num_heads must be a positive integer, got {num_heads!r}")
-        if not isinstance(d_model, int) or d_model < 1:
-            raise ValueError(f"d_model must be a positive integer, got {d_model!r}")
-        if d_model % num_heads != 0:
-            raise ValueError(
-                f"d_model ({d_model}) must be divisible by num_heads ({num_heads}): each head gets "
-                f"d_model / num_heads = {d_model / num_heads:g} dimensions, which is not an integer"
-            )
-        self.d_model, self.num_heads, self.d_head = d_model, num_heads, d_model // num_heads
+        self.d_model, self.num_heads, self.d_head = d_model, num_heads, _checks.heads(d_model, num_heads)
         self.dropout = dropout
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)  # W_q; W_k; W_v stacked
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)

@@ -546,8 +546,8 @@ def check(
         ``x``: ``(B, L, D)``; ``key_mask``: ``(B, S)`` with ``S = L``, ``True`` = real token.
     """
     _checks.positive_int("d_model", d_model)
-    if length < 4 or batch < 2:
-        raise ValueError(f"need length >= 4 and batch >= 2 for the probes, got length={length}, batch={batch}")
+    _checks.integer("length", length, 4, what=" (the probes perturb, pad and mask a few positions)")
+    _checks.integer("batch", batch, 2, what=" (the padding probes pad every sequence but the first)")
     fn = adapt(f, is_causal=is_causal)
     if num_heads is None and isinstance(fn, Adapter):  # read it off the module when it says
         m = fn.module

@@ -133,8 +133,7 @@ def attend(
     computation, arguments and results, minus a few microseconds per call. ``mask`` and
     ``dropout_p`` are still checked.
     """
-    if not 0.0 <= dropout_p < 1.0:
-        raise ValueError(f"dropout_p must lie in [0, 1), got {dropout_p}")
+    _checks.probability("dropout_p", dropout_p)
     L, S = q.shape[-2], k.shape[-2]
     if is_causal and L == 1:
         # One query at the last position (a decoding step): the bottom-right triangle blocks nothing.

@@ -55,8 +55,7 @@ def _measurement(stmt: str | Callable[[], object], names: dict, min_run_time: fl
         stmt, names = "_fn()", {**names, "_fn": stmt}
     if not isinstance(stmt, str) or not stmt.strip():
         raise ValueError(f"stmt must be a Python statement as text or a function of no arguments, got {stmt!r}")
-    if not min_run_time >= 0:
-        raise ValueError(f"min_run_time must be positive (or 0: one warm-up and one timed run), got {min_run_time!r}")
+    _checks.number("min_run_time", min_run_time, 0, what=" seconds (0: one warm-up and one timed run)")
     if clock not in CLOCKS:
         raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}")
     if threads is not None:
@@ -98,8 +97,7 @@ def compare(calls: Mapping[str, str | Callable[[], object]], *, rounds: int = 3,
     """
     if not calls:
         raise ValueError("calls must name at least one call, got none")
-    if not (isinstance(rounds, int) and rounds >= 1):
-        raise ValueError(f"rounds must be a positive int, got {rounds!r}")
+    _checks.positive_int("rounds", rounds)
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for r in range(rounds):
         for name in list(calls) if r % 2 == 0 else list(calls)[::-1]:

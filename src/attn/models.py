@@ -5,6 +5,9 @@
   language model (GPT-like) with cached generation.
 - :class:`Seq2Seq`: encoder-decoder (the original Transformer, T5/BART-like) with generation,
   self-attention caches and cached cross-attention keys/values.
+
+Both generate with :meth:`attn.generation.GenerationMixin.generate`; each supplies its decoder's
+logits and its caches.
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ import math
 import torch
 from torch import nn
 
-from attn import _checks, generation
+from attn import _checks
 from attn import positional as pos
 from attn.attention import KVCache
 from attn.blocks import Decoder, EncoderLayer, Transformer
+from attn.generation import GenerationMixin
 
 __all__ = ["Seq2Seq", "TokenModel"]
 
@@ -50,7 +54,7 @@ def _input_positional(spec, d_model: int, max_len: int):
     raise ValueError(f"positional module {type(spec).__name__} has no valid mode ('input', 'scores' or 'qk')")
 
 
-class TokenModel(nn.Module):
+class TokenModel(GenerationMixin, nn.Module):
     """Token ids ``(B, L)`` -> logits ``(B, L, vocab_size)``.
 
     Args:
@@ -80,7 +84,7 @@ class TokenModel(nn.Module):
                 caches: list[KVCache] | None = None) -> torch.Tensor:
         """``tokens`` ``(B, L)``; ``key_mask`` ``(B, L)`` True = real token; ``mask`` overrides the
         causal mask (e.g. to show what a wrong mask does); ``caches`` one :class:`KVCache` per layer."""
-        self._check_tokens(tokens)
+        _checks.token_ids("tokens", tokens, self.vocab_size)
         return self._logits(tokens, key_mask=key_mask, mask=mask, caches=caches)
 
     def _logits(self, tokens: torch.Tensor, *, key_mask=None, mask=None, caches=None) -> torch.Tensor:
@@ -94,51 +98,30 @@ class TokenModel(nn.Module):
             x = layer(x, mask=mask, key_mask=key_mask, is_causal=is_causal, cache=caches[i] if caches else None)
         return self.head(self.norm(x))  # (B, L, V)
 
-    def _check_tokens(self, tokens, name: str = "tokens") -> None:
-        _checks.tensor(name, tokens)
-        if tokens.is_floating_point() or tokens.is_complex() or tokens.dtype == torch.bool:
-            raise TypeError(f"{name} must be integer token ids, got dtype {tokens.dtype}")
-        V = self.embed.num_embeddings
-        if tokens.numel():
-            low, high = (int(t) for t in torch.aminmax(tokens))  # one pass for both ends
-            if low < 0 or high >= V:
-                raise ValueError(f"{name} must lie in [0, vocab_size={V}), got ids from {low} to {high}")
+    @property
+    def vocab_size(self) -> int:
+        return self.embed.num_embeddings
+
+    @property
+    def max_positions(self) -> int | None:
+        """Positions the model can take: its table's ``max_len`` when positions are added to the
+        input, none otherwise (relative encodings and rotations extend to any length)."""
+        return self.max_len if self.pos_input is not None else None
 
     def new_caches(self, capacity: int | None = None) -> list[KVCache]:
         """One empty :class:`KVCache` per layer; ``capacity``: the rows to allocate at once."""
         return [KVCache(capacity=capacity) for _ in self.layers]
 
-    @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float | None = None,
-                 top_k: int | None = None, eos_id: int | None = None, pad_id: int | None = None,
-                 generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
-        """Continue ``prompt`` ``(B, P)`` by up to ``max_new_tokens`` tokens -> ``(B, P + N)``.
-
-        The convention of :mod:`attn.generation` (greedy by default; ``temperature``, ``top_k``,
-        ``eos_id``, ``pad_id``). ``use_cache=False`` recomputes the whole prefix at every step
-        (the same tokens, more work); with the cache each step sends one new token through the model.
-        """
+    def _generation_context(self, prompt: torch.Tensor, src_key_mask=None) -> None:  # noqa: ARG002  (the mixin's hook)
         if not self.is_causal:
             raise ValueError("generate() needs a causal model (TokenModel(..., is_causal=True))")
-        generation.check_arguments(prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                   eos_id=eos_id, pad_id=pad_id)
-        self._check_tokens(prompt, "prompt")
-        total = prompt.shape[1] + max_new_tokens
-        if total > self.max_len and self.pos_input is not None:
-            raise ValueError(f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds "
-                             f"max_len {self.max_len}")
-        caches = self.new_caches(capacity=total) if use_cache else None  # allocated once, never grown
+        _checks.token_ids("prompt", prompt, self.vocab_size)
 
-        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
-            if caches is None:
-                return self._logits(tokens)[:, -1]  # recompute everything each step
-            return self._logits(tokens[:, -new:], caches=caches)[:, -1]  # only the new tokens
-
-        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
+    def _decoder_logits(self, tokens: torch.Tensor, context, caches, past: int) -> torch.Tensor:  # noqa: ARG002
+        return self._logits(tokens, caches=caches)  # the caches know how many tokens came before
 
 
-class Seq2Seq(nn.Module):
+class Seq2Seq(GenerationMixin, nn.Module):
     """Encoder-decoder: source ids ``(B, S)`` and shifted target ids ``(B, T)`` -> logits ``(B, T, V)``."""
 
     def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 64, num_heads: int = 4,
@@ -157,12 +140,30 @@ class Seq2Seq(nn.Module):
     def decoder(self) -> Decoder:
         return self.transformer.decoder
 
+    @property
+    def vocab_size(self) -> int:
+        """The target vocabulary: the tokens the decoder predicts."""
+        return self.head.out_features
+
+    @property
+    def max_positions(self) -> int:
+        return self.pe.max_len
+
     def encode(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``src`` ``(B, S)`` ids -> memory ``(B, S, D)``."""
+        _checks.token_ids("src", src, self.src_embed.num_embeddings)
         x = self.pe(self.src_embed(src) * math.sqrt(self.d_model))  # (B, S, D)
         return self.transformer.encoder(x, key_mask=src_key_mask)  # memory (B, S, D)
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_key_mask=None, *, caches=None,
                offset: int = 0) -> torch.Tensor:
+        """``tgt_in`` ``(B, T)`` ids after ``offset`` earlier ones (in ``caches``), ``memory``
+        ``(B, S, D)`` -> logits ``(B, T, V)``."""
+        _checks.token_ids("tgt_in", tgt_in, self.tgt_embed.num_embeddings)
+        return self._decode(tgt_in, memory, src_key_mask, caches=caches, offset=offset)
+
+    def _decode(self, tgt_in, memory, src_key_mask=None, *, caches=None, offset: int = 0) -> torch.Tensor:
+        """:meth:`decode` without the check of ``tgt_in`` (generation chooses its tokens)."""
         y = self.pe(self.tgt_embed(tgt_in) * math.sqrt(self.d_model), offset=offset)  # (B, T, D)
         h = self.decoder(y, memory, memory_key_mask=src_key_mask, caches=caches)
         return self.head(h)  # (B, T, V)
@@ -170,31 +171,18 @@ class Seq2Seq(nn.Module):
     def forward(self, src, tgt_in, src_key_mask=None):
         return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
 
-    @torch.no_grad()
-    def generate(self, src: torch.Tensor, max_new_tokens: int, *, src_key_mask: torch.Tensor | None = None,
-                 start_id: int, temperature: float | None = None, top_k: int | None = None,
-                 eos_id: int | None = None, pad_id: int | None = None, generator: torch.Generator | None = None,
-                 use_cache: bool = True, cross_cache: bool = True) -> torch.Tensor:
-        """Decode ``src`` ``(B, S)`` -> ``(B, 1 + N)``: ``start_id``, then up to ``max_new_tokens`` tokens.
+    is_encoder_decoder = True
 
-        The convention of :mod:`attn.generation`. ``use_cache``: the self-attention keys and values
-        are cached (each step sends one new token through the decoder); ``False`` recomputes the
-        whole prefix at every step. ``cross_cache`` (with the cache): the cross-attention keys and
-        values of the memory are computed once; ``False`` re-projects the memory at every step.
-        """
-        generation.check_arguments(src, max_new_tokens, temperature=temperature, top_k=top_k,
-                                   eos_id=eos_id, pad_id=pad_id, start_id=start_id, name="src")
-        memory = self.encode(src, src_key_mask)  # (B, S, D), computed once
-        prompt = torch.full((src.shape[0], 1), start_id, dtype=torch.long, device=src.device)  # (B, 1)
-        caches = None
-        if use_cache:  # without cross_cache the memory is re-projected at every step
-            caches = [(KVCache(), KVCache(static=True) if cross_cache else None) for _ in self.decoder.layers]
+    def new_caches(self, capacity: int | None = None, *, cross: bool = True) -> list[tuple[KVCache, KVCache | None]]:
+        """One (self-attention, cross-attention) cache pair per decoder layer. The self-attention
+        cache allocates ``capacity`` rows at once; the cross-attention one keeps the memory's keys and
+        values from the first step on (``static``). ``cross=False`` keeps none: the memory is
+        projected again at every step."""
+        return [(KVCache(capacity=capacity), KVCache(static=True) if cross else None) for _ in self.decoder.layers]
 
-        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
-            if caches is None:
-                return self.decode(tokens, memory, src_key_mask)[:, -1]
-            past = tokens.shape[1] - new
-            return self.decode(tokens[:, -new:], memory, src_key_mask, caches=caches, offset=past)[:, -1]
+    def _generation_context(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None):
+        return self.encode(src, src_key_mask), src_key_mask  # the memory, computed once
 
-        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
+    def _decoder_logits(self, tokens: torch.Tensor, context, caches, past: int) -> torch.Tensor:
+        memory, src_key_mask = context
+        return self._decode(tokens, memory, src_key_mask, caches=caches, offset=past)

@@ -31,7 +31,7 @@ import math
 import torch
 from torch import nn
 
-from attn import _checks
+from attn import _checks, masks
 
 __all__ = [
     "ALiBi",
@@ -50,8 +50,8 @@ __all__ = [
 
 def sinusoidal_table(max_len: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     """The table ``PE`` of shape ``(max_len, d_model)``; even columns sin, odd columns cos."""
-    if max_len < 1 or d_model < 1:
-        raise ValueError(f"max_len and d_model must be positive, got max_len={max_len}, d_model={d_model}")
+    _checks.positive_int("max_len", max_len)
+    _checks.positive_int("d_model", d_model)
     _checks.positive_number("base", base, " (the wavelength base, 10000 in the paper)")
     pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)  # (max_len, 1)
     two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d/2),)
@@ -80,7 +80,8 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def encoding(self, L: int, offset: int = 0) -> torch.Tensor:
         """Rows ``offset .. offset + L - 1`` of the table, ``(L, D)``."""
-        if offset < 0 or offset + L > self.max_len:
+        _checks.non_negative_int("offset", offset, " (the position of the first token)")
+        if offset + L > self.max_len:
             raise ValueError(
                 f"positions {offset}..{offset + L - 1} do not fit the positional table of max_len={self.max_len}; "
                 f"build the encoding with max_len >= {offset + L}"
@@ -118,13 +119,6 @@ def _queries(q: torch.Tensor, num_heads: int | None, E: int | None = None) -> tu
     if E is not None:
         _checks.last_dim("q", q, E, "d_head of the positional encoding")
     return B, H, L
-
-
-def _relative(L: int, S: int, q_offset: int, device) -> torch.Tensor:
-    """``j - i`` for queries at ``q_offset + i`` and keys at ``j``: ``(L, S)``, positive = key after query."""
-    i = torch.arange(q_offset, q_offset + L, device=device).unsqueeze(1)  # (L, 1)
-    j = torch.arange(S, device=device).unsqueeze(0)  # (1, S)
-    return j - i  # (L, S)
 
 
 # --- "input": learned absolute positions -------------------------------------------------------
@@ -214,11 +208,8 @@ class Sinusoidal2DPositionalEncoding(nn.Module):
         super().__init__()
         for name, value in (("d_model", d_model), ("height", height), ("width", width)):
             _checks.positive_int(name, value)
-        if d_model % 4 != 0:
-            raise ValueError(
-                f"d_model must be a multiple of 4 for a 2-D sin-cos encoding (half the channels for rows, "
-                f"half for columns, each in sin/cos pairs), got d_model={d_model}"
-            )
+        _checks.divisible("d_model", d_model, 4, why=" for a 2-D sin-cos encoding (half the channels for rows, "
+                          "half for columns, each in sin/cos pairs)")
         self.d_model, self.height, self.width, self.base = d_model, height, width, base
         half = d_model // 2
         rows = sinusoidal_table(height, half, base)  # (height, D/2)
@@ -301,7 +292,8 @@ class ShawRelativePositionalBias(nn.Module):
     def index(self, L: int, S: int, q_offset: int = 0, device=None) -> torch.Tensor:
         """Row of ``vectors`` for each (query, key) pair: ``clip(j - i, -k, k) + k``, ``(L, S)`` long."""
         k = self.max_distance
-        return _relative(L, S, q_offset, device).clamp(-k, k) + k  # (L, S)
+        rel = -masks.distances(L, S, offset=q_offset, device=device)  # (L, S) j - i: positive = key after query
+        return rel.clamp(-k, k) + k  # (L, S)
 
     def score_bias(self, q: torch.Tensor, q_offset: int, S: int) -> torch.Tensor:
         """Args: ``q`` ``(B, H, L, E)`` queries at positions ``q_offset .. q_offset + L - 1``;
@@ -361,10 +353,10 @@ def t5_bucket(
         raise TypeError(f"relative_position must be an integer tensor (j - i), got dtype {relative_position.dtype}")
     _checks.positive_int("num_buckets", num_buckets)
     _checks.positive_int("max_distance", max_distance)
-    if bidirectional and (num_buckets % 2 or num_buckets < 4):
-        raise ValueError(f"bidirectional T5 buckets need an even num_buckets >= 4 (half per sign), got {num_buckets}")
-    if num_buckets < 2:
-        raise ValueError(f"num_buckets must be at least 2 (exact and logarithmic halves), got {num_buckets}")
+    why = " for bidirectional buckets (half per sign)" if bidirectional else " (exact and logarithmic halves)"
+    _checks.integer("num_buckets", num_buckets, 4 if bidirectional else 2, what=why)
+    if bidirectional:
+        _checks.divisible("num_buckets", num_buckets, 2, why=why)
     n = num_buckets // 2 if bidirectional else num_buckets  # buckets per sign
     m = n // 2  # exact buckets
     if max_distance <= m:
@@ -418,7 +410,7 @@ class T5RelativePositionBias(nn.Module):
 
     def buckets(self, L: int, S: int, q_offset: int = 0, device=None) -> torch.Tensor:
         """Bucket of each (query, key) pair, ``(L, S)`` long."""
-        rel = _relative(L, S, q_offset, device)  # (L, S)
+        rel = -masks.distances(L, S, offset=q_offset, device=device)  # (L, S) j - i: positive = key after query
         return t5_bucket(rel, self.bidirectional, self.num_buckets, self.max_distance)
 
     def score_bias(self, q: torch.Tensor, q_offset: int, S: int) -> torch.Tensor:
@@ -492,7 +484,7 @@ class ALiBi(nn.Module):
         """
         _, _, L = _queries(q, self.num_heads)
         _checks.non_negative_int("q_offset", q_offset, " (the position of the first token)")
-        distance = _relative(L, S, q_offset, q.device).abs()  # (L, S)
+        distance = masks.distances(L, S, offset=q_offset, device=q.device).abs()  # (L, S) |i - j|
         bias = -self.slopes[:, None, None] * distance  # (H, L, S)
         return bias.unsqueeze(0).to(q.dtype)  # (1, H, L, S)
 
@@ -530,8 +522,7 @@ class RotaryPositionalEncoding(nn.Module):
     def __init__(self, d_head: int, base: float = 10000.0):
         super().__init__()
         _checks.positive_int("d_head", d_head)
-        if d_head % 2:
-            raise ValueError(f"RoPE rotates pairs of dimensions, so d_head must be even, got d_head={d_head}")
+        _checks.divisible("d_head", d_head, 2, why=" (RoPE rotates pairs of dimensions)")
         _checks.positive_number("base", base, " (the wavelength base, 10000 in the paper)")
         self.d_head, self.base = d_head, base
 

@@ -26,9 +26,10 @@ import math
 import torch
 from torch import nn
 
-from attn import _moved, generation
+from attn import _checks, _moved
 from attn.attention import KVCache, MultiHeadAttention
 from attn.blocks import ACTIVATIONS, DecoderLayer, EncoderLayer, activation_function
+from attn.generation import GenerationMixin
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
 
 __all__ = ["BERT", "GPT", "T5", "ViT", "comparison"]
@@ -58,10 +59,11 @@ def _square(config, option: str) -> int:
     value = getattr(config, option)
     if isinstance(value, (tuple, list)) and len(value) == 2 and value[0] == value[1]:
         value = value[0]
-    if not isinstance(value, int) or isinstance(value, bool):
+    try:
+        return _checks.positive_int(option, value)
+    except ValueError:
         raise ValueError(f"unsupported configuration: {option}={value!r}; attn's ViT takes square images and "
-                         f"patches, one integer (or an (n, n) pair)")
-    return value
+                         f"patches, one integer (or an (n, n) pair)") from None
 
 
 def _require(config, option: str, ok, supported: str) -> None:
@@ -148,7 +150,11 @@ class BERT(nn.Module):
     def encode(self, tokens: torch.Tensor, *, segments: torch.Tensor | None = None,
                key_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tokens``, ``segments`` ``(B, L)``; ``key_mask`` ``(B, L)`` True = real token -> ``(B, L, D)``."""
-        segments = torch.zeros_like(tokens) if segments is None else segments
+        _checks.token_ids("tokens", tokens, self.embed.num_embeddings)
+        if segments is None:
+            segments = torch.zeros_like(tokens)
+        else:
+            _checks.token_ids("segments", segments, self.segment.num_embeddings, what="type_vocab_size")
         x = self.pos(self.embed(tokens)) + self.segment(segments)  # (B, L, D)
         x = self.dropout(self.embed_norm(x))
         for layer in self.layers:
@@ -211,7 +217,7 @@ class BERT(nn.Module):
 # --- GPT ----------------------------------------------------------------------------------------
 
 
-class GPT(nn.Module):
+class GPT(GenerationMixin, nn.Module):
     """Decoder-only, as GPT-2 (Radford et al., 2019): causal self-attention, pre-LN with a final
     LayerNorm (GPT, Radford et al. 2018, was post-LN; GPT-2 moved the LayerNorms to each
     sub-block's input and added the final one), learned absolute positions, output layer tied to the token embeddings, and
@@ -245,42 +251,38 @@ class GPT(nn.Module):
     def describe(cls) -> dict[str, str]:
         return dict(cls.CARD)
 
-    def new_caches(self) -> list[KVCache]:
-        """One self-attention :class:`KVCache` per layer."""
-        return [KVCache() for _ in self.layers]
+    @property
+    def vocab_size(self) -> int:
+        return self.embed.num_embeddings
+
+    @property
+    def max_positions(self) -> int:
+        return self.max_len
+
+    def new_caches(self, capacity: int | None = None) -> list[KVCache]:
+        """One self-attention :class:`KVCache` per layer; ``capacity``: the rows to allocate at once."""
+        return [KVCache(capacity=capacity) for _ in self.layers]
 
     def forward(self, tokens: torch.Tensor, *, key_mask: torch.Tensor | None = None,
                 caches: list[KVCache] | None = None) -> torch.Tensor:
         """``tokens`` ``(B, L)``; ``key_mask`` ``(B, S)`` True = real (S counts cached tokens);
         ``caches`` from :meth:`new_caches` to decode step by step -> logits ``(B, L, V)``."""
+        _checks.token_ids("tokens", tokens, self.vocab_size)
+        return self._logits(tokens, key_mask=key_mask, caches=caches)
+
+    def _logits(self, tokens: torch.Tensor, *, key_mask=None, caches=None) -> torch.Tensor:
+        """:meth:`forward` without the check of ``tokens`` (generation checks its prompt once)."""
         past = len(caches[0]) if caches else 0
         x = self.dropout(self.pos(self.embed(tokens), offset=past))  # (B, L, D)
         for i, layer in enumerate(self.layers):
             x = layer(x, key_mask=key_mask, is_causal=True, cache=_pick_layers(caches, i))
         return self.head(self.norm(x))  # (B, L, V)
 
-    @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, max_new_tokens: int, *, temperature: float | None = None,
-                 top_k: int | None = None, eos_id: int | None = None, pad_id: int | None = None,
-                 generator: torch.Generator | None = None, use_cache: bool = True) -> torch.Tensor:
-        """Continue ``prompt`` ``(B, P)`` by up to ``max_new_tokens`` tokens -> ``(B, P + N)``.
+    def _generation_context(self, prompt: torch.Tensor, src_key_mask=None) -> None:  # noqa: ARG002  (the mixin's hook)
+        _checks.token_ids("prompt", prompt, self.vocab_size)
 
-        The convention of :mod:`attn.generation`: greedy by default, sampled with ``temperature``
-        (and ``top_k``). ``use_cache=False`` recomputes the whole prefix every step (same tokens,
-        more work).
-        """
-        generation.check_arguments(prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                   eos_id=eos_id, pad_id=pad_id)
-        if prompt.shape[1] + max_new_tokens > self.max_len:
-            raise ValueError(f"prompt length {prompt.shape[1]} + max_new_tokens {max_new_tokens} exceeds "
-                             f"max_len {self.max_len}")
-        caches = self.new_caches() if use_cache else None
-
-        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
-            return (self(tokens[:, -new:], caches=caches) if use_cache else self(tokens))[:, -1]  # (B, V)
-
-        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
+    def _decoder_logits(self, tokens: torch.Tensor, context, caches, past: int) -> torch.Tensor:  # noqa: ARG002
+        return self._logits(tokens, caches=caches)  # the caches know how many tokens came before
 
     @classmethod
     def from_hf(cls, model) -> GPT:
@@ -336,7 +338,7 @@ def _t5_layer(d_model: int, num_heads: int, d_ff: int, *, relative_bias: T5Relat
                  eps=eps, positional=relative_bias, bias=False)
 
 
-class T5(nn.Module):
+class T5(GenerationMixin, nn.Module):
     """Encoder-decoder (Raffel et al., 2020): RMSNorm before each sublayer, no biases, one relative
     position bias per stack shared by its layers, no ``1/sqrt(E)`` scale, cross-attention whose
     keys/values are cached once per input, and one embedding matrix for encoder, decoder and output.
@@ -378,20 +380,40 @@ class T5(nn.Module):
     def describe(cls) -> dict[str, str]:
         return dict(cls.CARD)
 
+    is_encoder_decoder = True
+
+    @property
+    def vocab_size(self) -> int:
+        return self.embed.num_embeddings
+
+    max_positions = None  # relative positions: any length
+
+    def generation_defaults(self) -> dict[str, int | None]:
+        """``start_id``, ``eos_id`` and ``pad_id`` from the configuration, as Hugging Face takes them."""
+        return {"start_id": self.decoder_start_id, "eos_id": self.eos_id, "pad_id": self.pad_id}
+
     def encode(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``src`` ``(B, S)`` -> memory ``(B, S, D)``."""
+        _checks.token_ids("src", src, self.vocab_size)
         x = self.drop(self.embed(src))  # (B, S, D): no absolute positions at all
         for layer in self.encoder:
             x = layer(x, key_mask=src_key_mask)
         return self.drop(self.enc_norm(x))
 
-    def new_caches(self) -> list[tuple[KVCache, KVCache]]:
-        """(self-attention, cross-attention) caches per decoder layer."""
-        return [(KVCache(), KVCache(static=True)) for _ in self.decoder]
+    def new_caches(self, capacity: int | None = None, *, cross: bool = True) -> list[tuple[KVCache, KVCache | None]]:
+        """(self-attention, cross-attention) caches per decoder layer: ``capacity`` rows allocated at
+        once for the first, the memory's keys and values kept from the first step for the second
+        (``cross=False``: none, the memory is projected again at every step)."""
+        return [(KVCache(capacity=capacity), KVCache(static=True) if cross else None) for _ in self.decoder]
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor | None = None, *,
-               caches: list[tuple[KVCache, KVCache]] | None = None) -> torch.Tensor:
+               caches: list[tuple[KVCache, KVCache | None]] | None = None) -> torch.Tensor:
         """``tgt_in`` ``(B, T)``, ``memory`` ``(B, S, D)`` -> logits ``(B, T, V)``."""
+        _checks.token_ids("tgt_in", tgt_in, self.vocab_size)
+        return self._decode(tgt_in, memory, src_key_mask, caches=caches)
+
+    def _decode(self, tgt_in, memory, src_key_mask=None, *, caches=None) -> torch.Tensor:
+        """:meth:`decode` without the check of ``tgt_in`` (generation chooses its tokens)."""
         x = self.drop(self.embed(tgt_in))  # (B, T, D)
         for i, layer in enumerate(self.decoder):
             cache, memory_cache = caches[i] if caches is not None else (None, None)
@@ -404,31 +426,12 @@ class T5(nn.Module):
     def forward(self, src, tgt_in, src_key_mask=None) -> torch.Tensor:
         return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
 
-    @torch.no_grad()
-    def generate(self, src: torch.Tensor, max_new_tokens: int, *, src_key_mask: torch.Tensor | None = None,
-                 start_id: int | None = None, temperature: float | None = None, top_k: int | None = None,
-                 eos_id: int | None = None, pad_id: int | None = None, generator: torch.Generator | None = None,
-                 use_cache: bool = True) -> torch.Tensor:
-        """Decode ``src`` ``(B, S)`` -> ``(B, 1 + N)``: ``start_id``, then up to ``max_new_tokens`` tokens.
+    def _generation_context(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None):
+        return self.encode(src, src_key_mask), src_key_mask  # the memory, computed once
 
-        The convention of :mod:`attn.generation`; ``start_id``, ``eos_id`` and ``pad_id`` default
-        to the model's ``decoder_start_id``, ``eos_id`` and ``pad_id`` (as Hugging Face takes them
-        from the config; ``eos_id=-1`` never stops early).
-        """
-        generation.check_arguments(src, max_new_tokens, temperature=temperature, top_k=top_k,
-                                   eos_id=eos_id, pad_id=pad_id, start_id=start_id, name="src")
-        start_id = self.decoder_start_id if start_id is None else start_id
-        eos_id = self.eos_id if eos_id is None else eos_id
-        pad_id = self.pad_id if pad_id is None else pad_id
-        memory = self.encode(src, src_key_mask)  # (B, S, D), computed once
-        prompt = torch.full((src.shape[0], 1), start_id, dtype=torch.long, device=src.device)  # (B, 1)
-        caches = self.new_caches() if use_cache else None
-
-        def step(tokens: torch.Tensor, new: int) -> torch.Tensor:
-            return self.decode(tokens[:, -new:] if use_cache else tokens, memory, src_key_mask, caches=caches)[:, -1]
-
-        return generation.decode(step, prompt, max_new_tokens, temperature=temperature, top_k=top_k,
-                                 eos_id=eos_id, pad_id=pad_id, generator=generator, cached=use_cache)
+    def _decoder_logits(self, tokens: torch.Tensor, context, caches, past: int) -> torch.Tensor:  # noqa: ARG002
+        memory, src_key_mask = context
+        return self._decode(tokens, memory, src_key_mask, caches=caches)  # positions: relative, from the caches
 
     @classmethod
     def from_hf(cls, model) -> T5:
@@ -502,9 +505,8 @@ class ViT(nn.Module):
                  positions: str = "learned", activation: str = "gelu", dropout: float = 0.0, eps: float = 1e-12,
                  pooler: bool = False):
         super().__init__()
-        if image_size % patch_size:
-            raise ValueError(f"image_size ({image_size}) must be a multiple of patch_size ({patch_size})")
-        self.grid = image_size // patch_size
+        _checks.positive_int("patch_size", patch_size)
+        self.grid = _checks.divisible("image_size", image_size, patch_size, by_name="patch_size")  # patches a side
         self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
         N = self.grid**2
         self.patch = nn.Conv2d(channels, d_model, kernel_size=patch_size, stride=patch_size)
@@ -530,10 +532,11 @@ class ViT(nn.Module):
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W)`` -> ``(B, 1 + N, D)``: ``[CLS]`` first, then the patches row by row."""
-        B, C, H, W = images.shape
-        if (C, H, W) != (self.channels, self.image_size, self.image_size):
+        _checks.tensor("images", images)
+        if images.dim() != 4 or tuple(images.shape[1:]) != (self.channels, self.image_size, self.image_size):
             raise ValueError(f"images must have shape (B, {self.channels}, {self.image_size}, {self.image_size}), "
                              f"got {tuple(images.shape)}")
+        B = images.shape[0]
         x = self.patch(images).flatten(2).transpose(1, 2)  # (B, N, D): one token per patch
         if self.positions == "sincos2d":
             x = torch.cat([self.cls.expand(B, -1, -1), self.pos(x)], dim=1)  # (B, 1 + N, D)

@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from attn import masks
+from attn import _checks, masks
 from attn.positional import sinusoidal_table
 
 __all__ = [
@@ -66,8 +66,8 @@ class Reference(nn.Module):
         self.register_buffer("pos_table", sinusoidal_table(max_len, d_model), persistent=False)  # (T, D)
 
     def check_sizes(self, d_model: int, num_heads: int) -> None:
-        if d_model % num_heads != 0:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        # The rule of attn._checks.heads, with the short message the debugging chapter shows.
+        _checks.divisible("d_model", d_model, num_heads, by_name="num_heads")
 
     def add_positions(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.pos_table[: x.shape[1]].to(x.dtype)  # (B, L, D)

@@ -225,9 +225,11 @@ def last_write(n: int, length: int, *, num_values: int = 8, num_fillers: int = 8
         carry no target); ``source`` ``(n, length)`` long, the position of the most recent write
         (where the model should look).
     """
-    if n < 1 or length < 1 or num_values < 1 or num_fillers < 1 or not 0.0 < p_write <= 1.0:
-        raise ValueError(f"need n, length, num_values, num_fillers >= 1 and 0 < p_write <= 1; got n={n}, "
-                         f"length={length}, num_values={num_values}, num_fillers={num_fillers}, p_write={p_write}")
+    _checks.positive_int("n", n, " (the number of sequences)")
+    _checks.positive_int("length", length)
+    _checks.positive_int("num_values", num_values)
+    _checks.positive_int("num_fillers", num_fillers)
+    _checks.number("p_write", p_write, 0, 1, bounds="(]", what=" (the probability of a write)")
     g = torch.Generator().manual_seed(seed)
     write = torch.rand(n, length, generator=g) < p_write  # (n, length)
     write[:, 0] = True

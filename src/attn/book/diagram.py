@@ -21,6 +21,7 @@ import math
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
+from attn import _checks
 from attn.book import viz as _viz  # noqa: F401 (in a notebook, importing it sets the book's figure format)
 
 __all__ = ["ATTENTION_COLOURS", "encoder_decoder", "head_split", "kv_cache_loop", "mask_before_softmax", "qkv_flow",
@@ -237,8 +238,7 @@ def qkv_flow(tokens, query: int = 0, *, weights=None, figsize: tuple[float, floa
     S = len(tokens)
     if not 1 <= S <= 6:
         raise ValueError(f"tokens: need 1 to 6 labels to fit the figure, got {S}")
-    if not 0 <= query < S:
-        raise ValueError(f"query must index tokens (0 to {S - 1}), got {query}")
+    _checks.integer("query", query, 0, S, bounds="[)", what=" (an index of tokens)")
     if weights is not None and len(weights) != S:
         raise ValueError(f"weights needs one number per token ({S}), got {len(weights)}")
     fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
@@ -525,10 +525,8 @@ def head_split(*, d_model: int = 4, num_heads: int = 2, tokens: list[str] | tupl
         labelled ``Q = X W_Q (B, L, D)``, ``head h (B, H, L, E)`` per head, ``Concat (B, L, D)``,
         ``W_O (D, D)`` and ``output (B, L, D)``, with the sizes written out.
     """
-    if num_heads < 1 or d_model % num_heads:
-        raise ValueError(f"head_split: num_heads={num_heads} must divide d_model={d_model}")
+    E = _checks.heads(d_model, num_heads)
     H, D, L = num_heads, d_model, len(tokens)
-    E = D // H
     colours = [_HEAD_COLOURS[j // E % len(_HEAD_COLOURS)] for j in range(D)]
     fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
     ax.axis("off")
@@ -646,8 +644,8 @@ def kv_cache_loop(*, prompt_len: int = 2, steps: int = 3, figsize: tuple[float, 
         tokens fed in (``L`` = ``P`` for the prompt, ``L = 1`` afterwards), the cached keys and values
         (``S = P + t`` rows, the new one highlighted), and the next token fed back into the next step.
     """
-    if prompt_len < 1 or steps < 1:
-        raise ValueError(f"kv_cache_loop: prompt_len={prompt_len} and steps={steps} must be at least 1")
+    _checks.positive_int("prompt_len", prompt_len)
+    _checks.positive_int("steps", steps)
     fig, ax = plt.subplots(figsize=figsize, constrained_layout=True)
     ax.axis("off")
     c, dy = 0.5, 1.0  # cell size, row spacing

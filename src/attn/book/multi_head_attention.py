@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 import torch
 
-from attn import SelfAttention, models
+from attn import SelfAttention, _checks, models
 from attn.book import data, train
 
 __all__ = ["answer_positions", "head_sweep_run", "heads_removed", "kv_accuracy", "kv_model", "kv_sum_answer_positions",
@@ -26,8 +26,7 @@ def single_head(mha, h: int):
     ``in_proj`` and its ``W_o`` is head ``h``'s ``E`` columns of ``out_proj`` (``W_O^(h)``), with a zero
     output bias (``b_O`` is added once, after the sum over heads). So
     ``sum(single_head(mha, h)(x)[0] for h in range(H)) + b_O`` equals ``mha(x)[0]``."""
-    if not 0 <= h < mha.num_heads:
-        raise ValueError(f"h must be a head index in 0 .. {mha.num_heads - 1}, got {h}")
+    _checks.integer("h", h, 0, mha.num_heads, bounds="[)", high_name="num_heads", what=" (a head index)")
     D, E = mha.d_model, mha.d_head
     rows = slice(h * E, (h + 1) * E)  # this head's E dimensions
     W, b = mha.in_proj.weight, mha.in_proj.bias  # (3D, D), (3D,) or None: W_q; W_k; W_v stacked
@@ -55,9 +54,7 @@ def mha_flops(B: int, L: int, S: int, D: int, H: int) -> dict[str, int]:
     ``E = D / H``. Per term: ``projections`` (``W_Q`` on the queries, ``W_K`` and ``W_V`` on the
     source), ``scores`` (``Q K^T``), ``weighted sum`` (weights times ``V``) and ``output`` (``W_O``).
     The total is ``4 B D^2 (L + S) + 4 B L S D``: ``H`` cancels out."""
-    if D % H:
-        raise ValueError(f"H must divide D, got D = {D} and H = {H}")
-    E = D // H
+    E = _checks.heads(D, H, names=("D", "H"))
     return {"projections": 2 * B * L * D * D + 2 * B * S * D * 2 * D, "scores": 2 * B * H * L * S * E,
             "weighted sum": 2 * B * H * L * S * E, "output": 2 * B * L * D * D}
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from attn import _checks
+
 __all__ = ["correct_per_position", "diagonal_spread", "offset_matrix", "own_buckets"]
 
 
@@ -15,8 +17,8 @@ def offset_matrix(k: int, d: int, base: float = 10000.0) -> torch.Tensor:
     """``M_k``, ``(d, d)`` float64, block-diagonal: ``PE[pos + k] = M_k @ PE[pos]``
     for every position of the sinusoidal table (``d`` even), one 2x2 rotation by
     ``omega_i k`` per pair."""
-    if d < 2 or d % 2:
-        raise ValueError(f"d must be a positive even number (sin/cos pairs), got d={d}")
+    _checks.positive_int("d", d)
+    _checks.divisible("d", d, 2, why=" (sin/cos pairs)")
     omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
     c, s = torch.cos(omega * k), torch.sin(omega * k)
     blocks = [torch.tensor([[ci, si], [-si, ci]], dtype=torch.float64)

@@ -37,10 +37,7 @@ class EfficientSelfAttention(nn.Module):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        _checks.positive_int("d_model", d_model)
-        _checks.positive_int("num_heads", num_heads)
-        if d_model % num_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        _checks.heads(d_model, num_heads)
         if kind == "window" and window is None:
             raise ValueError("kind='window' needs window=")
         if kind == "linformer" and (rank is None or seq_len is None):

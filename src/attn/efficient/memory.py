@@ -49,15 +49,12 @@ class GroupedQueryAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, num_kv_heads: int, *, bias: bool = True):
         super().__init__()
-        _checks.positive_int("d_model", d_model)
-        _checks.positive_int("num_heads", num_heads)
+        self.d_head = _checks.heads(d_model, num_heads)
         _checks.positive_int("num_kv_heads", num_kv_heads)
-        if d_model % num_heads:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
-        if num_heads % num_kv_heads:
-            raise ValueError(f"num_heads ({num_heads}) must be divisible by num_kv_heads ({num_kv_heads})")
+        _checks.divisible("num_heads", num_heads, num_kv_heads, by_name="num_kv_heads", why=(
+            f": each key/value head serves num_heads / num_kv_heads = {num_heads / num_kv_heads:g} query heads, "
+            "which is not an integer"))
         self.d_model, self.num_heads, self.num_kv_heads = d_model, num_heads, num_kv_heads
-        self.d_head = d_model // num_heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.kv_proj = nn.Linear(d_model, 2 * num_kv_heads * self.d_head, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)

@@ -51,8 +51,7 @@ class SegmentRecurrentLM(nn.Module):
         # Which keys: the causal window of attn.masks, the queries being the last L of S positions.
         allowed = masks.sliding_window(L, S, window=self.max_distance, is_causal=True, offset=S - L,
                                        device=device)  # (L, S)
-        dist = (torch.arange(L, device=device).unsqueeze(1) + (S - L)
-                - torch.arange(S, device=device).unsqueeze(0))  # (L, S) query minus key position
+        dist = masks.distances(L, S, offset=S - L, device=device)  # (L, S) query minus key position
         bias = self.rel_bias[layer][:, dist.clamp(0, self.max_distance - 1)]  # (H, L, S)
         return masks.add_bias(allowed, bias).unsqueeze(0)  # (1, H, L, S)
 

@@ -56,9 +56,9 @@ def _band_scores(q, k, v, window: int, is_causal: bool, block: int, scale: float
     ks = kp.unfold(1, W, c)  # (N, nb, E, W) a strided view: no copy
     vs = vp.unfold(1, W, c).transpose(-1, -2)  # (N, nb, W, Ev)
     s = qb @ ks  # (N, nb, c, W)
-    i = torch.arange(nb * c, device=q.device).view(nb, c, 1)  # query positions
+    i = torch.arange(nb * c, device=q.device).view(nb, c)  # (nb, c) query positions
     j = (torch.arange(nb, device=q.device).view(nb, 1) * c - left + torch.arange(W, device=q.device))  # (nb, W)
-    d = i - j.unsqueeze(1)  # (nb, c, W) query minus key position
+    d = masks.distances_between(i, j)  # (nb, c, W) query minus key position
     keep = (d < window) & (d > -window) & (j.unsqueeze(1) >= 0) & (j.unsqueeze(1) < L)
     if is_causal:
         keep &= d >= 0
@@ -157,11 +157,11 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
         _checks.tensor("random", random, min_dim=2)
         if random.dim() != 2 or random.shape[0] != L or random.dtype != torch.long:
             raise ValueError(f"random must be a (L, r) = ({L}, r) long tensor, got {_checks.fmt(random.shape)} {random.dtype}")
-        if (random < 0).any() or (random >= L).any():
-            raise ValueError(f"random holds key indices outside [0, {L})")
-        i = torch.arange(L, device=q.device).unsqueeze(1)
+        _checks.entries("random", random, 0, L, bounds="[)", high_name="L", what=" (key indices)")
+        # Query i against its own r keys: each query a batch of one, (L, 1) and (L, r) -> (L, 1, r).
+        d = masks.distances_between(torch.arange(L, device=q.device).unsqueeze(1), random).squeeze(1)  # (L, r)
         dup = (random.unsqueeze(2) == random.unsqueeze(1)).tril(-1).any(dim=2)  # repeated in its row
-        drop = ((i - random).abs() < window) | is_global[random] | dup  # (L, r) already counted elsewhere
+        drop = (d.abs() < window) | is_global[random] | dup  # (L, r) already counted elsewhere
         kr = kf[:, random]  # (N, L, r, E) gathered keys
         s_rand = (qf.unsqueeze(2) @ kr.transpose(-1, -2)).squeeze(2)  # (N, L, r)
         groups.append(s_rand.masked_fill(drop, float("-inf")))

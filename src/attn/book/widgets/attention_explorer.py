@@ -53,8 +53,8 @@ def _weights(weights, batch_index: int) -> tuple[np.ndarray, tuple[int, ...]]:
     if a.ndim == 3:
         a = a[None]  # (1, heads, L, S)
     elif a.ndim == 5:
-        if not isinstance(batch_index, int) or not -shape[0] <= batch_index < shape[0]:
-            raise ValueError(f"batch_index={batch_index!r} is out of range for weights of shape {_checks.fmt(shape)} (batch size {shape[0]})")
+        _checks.integer("batch_index", batch_index, -shape[0], shape[0], bounds="[)",
+                        what=f" (weights of shape {_checks.fmt(shape)} hold {shape[0]} sequences)")
         a = a[batch_index]
     elif a.ndim != 4:
         raise ValueError(
@@ -169,13 +169,12 @@ class AttentionExplorer(anywidget.AnyWidget):
         self._self_attention = key_tokens is None
         if view not in VIEWS:
             raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
-        if not -layers <= layer < layers:
-            raise ValueError(f"layer={layer} is out of range: weights has {layers} layer(s)")
+        _checks.integer("layer", layer, -layers, layers, bounds="[)", what=f" (weights has {layers} layer(s))")
+        for n, h in enumerate(() if heads is None else heads):
+            _checks.integer(f"heads[{n}]", h, 0, H, bounds="[)", what=" (a head index)")
         shown = [True] * H if heads is None else [h in set(heads) for h in range(H)]
-        if heads is not None and any(not 0 <= h < H for h in heads):
-            raise ValueError(f"heads={list(heads)} must be head indices in [0, {H})")
-        if query is not None and not 0 <= query < L:
-            raise ValueError(f"query={query} is out of range for {L} query tokens")
+        if query is not None:
+            _checks.integer("query", query, 0, L, bounds="[)", what=f" (weights has {L} query tokens)")
         super().__init__(tokens=q, key_tokens=k, weights=quantize_rows(a), normalized=normalized, layer=layer % layers,
                          heads=shown, view=view, query=-1 if query is None else query, layer_names=names)
 

@@ -115,22 +115,15 @@ class MaskExplorer(anywidget.AnyWidget):
     @staticmethod
     def _checked(v: dict) -> dict:
         """Strict checks for values given by Python; errors name the argument."""
-        for name in ("L", "window", "dilation", "num_random", "seed", "prefix", "batch"):
-            if not isinstance(v[name], int) or isinstance(v[name], bool):
-                raise TypeError(f"{name} must be an int, got {type(v[name]).__name__}")
         _check_kind(v["kind"])
         _check_len("L", v["L"])
         if v["S"] is not None:
-            if not isinstance(v["S"], int) or isinstance(v["S"], bool):
-                raise TypeError(f"S must be an int or None (None: S = L), got {type(v['S']).__name__}")
             _check_len("S", v["S"])
         S = v["L"] if v["S"] is None or v["kind"] == "prefix_lm" else v["S"]
         for name in ("window", "dilation"):
-            if v[name] < 1:
-                raise ValueError(f"{name} must be >= 1, got {v[name]}")
+            _checks.positive_int(name, v[name])
         for name in ("num_random", "seed", "prefix", "batch"):
-            if v[name] < 0:
-                raise ValueError(f"{name} must be >= 0, got {v[name]}")
+            _checks.non_negative_int(name, v[name])
         # Parameters the kind reads must fit L and S; the others are kept, limited as the front end does.
         uses = _USES[v["kind"]]
         for name in ("lengths", "src_lengths"):
@@ -276,6 +269,4 @@ def _check_kind(kind) -> str:
 
 
 def _check_len(name: str, n) -> int:
-    if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_LEN:
-        raise ValueError(f"{name} must be an integer in [1, {MAX_LEN}] (the grid's size), got {n!r}")
-    return n
+    return _checks.integer(name, n, 1, MAX_LEN, what=" (the grid's size)")

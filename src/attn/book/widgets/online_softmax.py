@@ -102,10 +102,7 @@ def _check(scores, values, block_size, step) -> dict:
     for name, a in (("scores", s), ("values", v)):
         if not (abs(a) <= LIMIT).all():
             raise ValueError(f"{name} has entries that are not finite numbers in [-{LIMIT:g}, {LIMIT:g}]")
-    _checks.positive_int("block_size", block_size)
-    if block_size > s.size:
-        raise ValueError(f"block_size={block_size} is larger than the number of keys ({s.size})")
+    _checks.integer("block_size", block_size, 1, s.size, high_name="keys")
     n_blocks = -(-s.size // block_size)
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= n_blocks:
-        raise ValueError(f"step must be a whole number from 0 to {n_blocks} (the number of blocks), got {step!r}")
+    _checks.integer("step", step, 0, n_blocks, high_name="blocks", what=" (the blocks already processed)")
     return {"scores": rounded(s), "values": rounded(v), "block_size": block_size, "step": step}

@@ -69,10 +69,8 @@ class PositionalEncodingExplorer(anywidget.AnyWidget):
         if encoding not in tables:
             raise ValueError(f"encoding={encoding!r} is not one of the tables given: {list(tables)}")
         P, D = len(tables[encoding]), len(tables[encoding][0])
-        if not 0 <= position < P:
-            raise ValueError(f"position={position} is out of range for the {encoding!r} table of shape ({P}, {D})")
-        if not 0 <= pair < max(1, D // 2):
-            raise ValueError(f"pair={pair} is out of range: the {encoding!r} table has D={D}, so pairs 0..{D // 2 - 1}")
+        _checks.integer("position", position, 0, P, bounds="[)", what=f" (a row of the {encoding!r} table of shape ({P}, {D}))")
+        _checks.integer("pair", pair, 0, max(1, D // 2), bounds="[)", what=f" (a sin/cos pair of the {encoding!r} table, D={D})")
         super().__init__(encodings=tables, names=list(tables), encoding=encoding, position=position, pair=pair)
 
     def table(self, name: str | None = None) -> torch.Tensor:

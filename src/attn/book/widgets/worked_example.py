@@ -63,9 +63,7 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
         mats = {k: ex[k] if v is None else v for k, v in given.items()}
         if tokens is None and X is None:
             tokens = ex["tokens"]
-        if not isinstance(is_causal, bool):
-            raise TypeError(f"is_causal must be True or False, got {is_causal!r}")
-        super().__init__(**_check(mats, tokens), is_causal=is_causal)
+        super().__init__(**_check(mats, tokens), is_causal=_checks.boolean("is_causal", is_causal))
 
     def update(self, **changes) -> None:
         """Replace any of ``X``, ``W_Q``, ``W_K``, ``W_V``, ``tokens``, ``is_causal`` live (checked together)."""
@@ -75,11 +73,11 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
         mats = {k: changes.get(k, getattr(self, k)) for k in ("X", "W_Q", "W_K", "W_V")}
         tokens = changes.get("tokens", self.tokens if len(self.tokens) == len(mats["X"]) else None)
         state = _check(mats, tokens)
+        if "is_causal" in changes:
+            state["is_causal"] = _checks.boolean("is_causal", changes["is_causal"])
         with self.hold_sync():
             for k, v in state.items():
                 setattr(self, k, v)
-            if "is_causal" in changes:
-                self.is_causal = bool(changes["is_causal"])
 
     def result(self) -> dict[str, torch.Tensor]:
         """The example computed from the state, float64: ``Q``, ``K``, ``V``, ``scores`` (``Q Kᵀ / sqrt(E)``,
