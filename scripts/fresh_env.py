@@ -13,13 +13,13 @@
    that a chapter asks for with `attn.book.notebook.require(...)` (e.g. transformers). Versions come
    from requirements.txt (as constraints), so the run is reproducible offline; with --newest they
    are the newest releases the indexes serve instead (--python picks the interpreter).
-3. Checks the installed package: not the source tree, carries the widgets' JS and CSS, and none
-   of the book-build packages (myst_nb, sphinx, jupyter_book) is importable.
-4. Executes each chapter's reader edition (reader/book/*.ipynb: what Colab and Binder open) top
-   to bottom from a temporary folder, two at a time, and reports the time of each. With --nbval,
-   the run is `pytest --nbval` on the reader editions instead (pytest from the project, the kernel
-   from the fresh environment): every cell runs top to bottom and each stored output is compared;
-   each differing cell is listed.
+3. Checks the installed package: not the source tree, carries its data files (the widgets' JS and
+   CSS, the checkpoints, the English text, and benchmarks/measured/ as attn/book/measured/), and
+   none of the book-build packages (myst_nb, sphinx, jupyter_book, nbval) is importable.
+4. Runs each chapter's reader edition (reader/book/*.ipynb: what Colab and Binder open) top to
+   bottom with `pytest --nbval-lax` (pytest from the project, the kernel from the fresh environment,
+   two chapters at a time); with --nbval, `pytest --nbval`, which also compares each stored output.
+   Each failing or differing cell is listed.
 
 Exit status 0 when everything ran. `tests/test_fresh_env.py` runs this (marker `fresh_env`).
 """
@@ -39,6 +39,7 @@ import time
 
 from scripts import nbval_runs, notebooks, reader
 from scripts.uv_args import pip_index_args
+from uv import find_uv_bin
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -56,7 +57,7 @@ def _run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
 def clean_env(**extra) -> dict[str, str]:
     """The environment for the fresh interpreter: nothing that points back at the project."""
     env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "JUPYTER_PATH"}}
-    env.update(ATTN_QUIET="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", MPLBACKEND="Agg", **extra)
+    env.update(ATTN_QUIET="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", **extra)
     return env
 
 
@@ -82,26 +83,18 @@ def copy_clone(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
-def uv() -> str:
-    exe = pathlib.Path(sys.executable).parent / "uv"
-    found = str(exe) if exe.exists() else shutil.which("uv")
-    if not found:
-        raise RuntimeError("uv is not installed: run `make setup` (it is pinned in requirements.txt)")
-    return found
-
-
 def create(work: pathlib.Path, paths: list[pathlib.Path], *, python: str | None = None,
            newest: bool = False) -> pathlib.Path:
     """A new environment in work/venv with attn from a copy of this clone: the lock's versions, or
     with `newest` the newest releases the indexes serve. Returns its interpreter."""
     venv = work / "venv"
     base = python or getattr(sys, "_base_executable", sys.executable)
-    _run([uv(), "venv", "--quiet", "--python", base, str(venv)], env=clean_env())
+    _run([find_uv_bin(), "venv", "--quiet", "--python", base, str(venv)], env=clean_env())
     py = venv / "bin" / "python"
     clone = copy_clone(work / "clone")
     extras = chapter_requirements(paths)
     pins = ["--upgrade"] if newest else ["--constraint", str(ROOT / "requirements.txt")]
-    _run([uv(), "pip", "install", "--quiet", "--python", str(py), *pip_index_args(), *pins,
+    _run([find_uv_bin(), "pip", "install", "--quiet", "--python", str(py), *pip_index_args(), *pins,
           str(clone), "ipykernel", *extras], env=clean_env(), cwd=work)
     return py
 
@@ -115,29 +108,31 @@ def versions(py: pathlib.Path, names=("torch", "numpy", "transformers")) -> dict
     return json.loads(_run([str(py), "-c", code], env=clean_env()).stdout.strip().splitlines()[-1])
 
 
-CHECK_INSTALL = r"""
-import importlib.util, json, pathlib, sys
-import attn, attn.book.widgets
-pkg = pathlib.Path(attn.__file__).parent / "book"
-assets = sorted(p.name for p in (pkg / "widgets").iterdir() if p.suffix in {".js", ".css"})
-measured = sorted(p.name for p in (pkg / "measured").glob("*")) if (pkg / "measured").is_dir() else []
-print(json.dumps({"file": attn.__file__, "prefix": sys.prefix, "assets": assets, "measured": measured,
-                  "build_packages": [m for m in sys.argv[1:] if importlib.util.find_spec(m)]}))
-"""
+# The data files the package must carry (pyproject.toml's package-data, and benchmarks/measured/,
+# which setup.py copies in): folder of attn/book -> the folder whose files (all but Python's) it must hold.
+DATA = {"widgets": ROOT / "src/attn/book/widgets", "checkpoints": ROOT / "src/attn/book/checkpoints",
+        "texts": ROOT / "src/attn/book/texts", "measured": ROOT / "benchmarks/measured"}
+CHECK_INSTALL = ("import importlib.util, json, sys, attn, attn.book.widgets; print(json.dumps({'file': attn.__file__, "
+                 "'prefix': sys.prefix, 'build_packages': [m for m in sys.argv[1:] if importlib.util.find_spec(m)]}))")
+
+
+def data_files(folder: pathlib.Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*") if p.is_file() and p.suffix not in {".py", ".pyc"})
 
 
 def check_install(py: pathlib.Path, work: pathlib.Path) -> dict:
+    """What the fresh environment's `attn` is: {file, prefix, build_packages, data, problems}."""
     out = _run([str(py), "-c", CHECK_INSTALL, *BUILD_PACKAGES], env=clean_env(), cwd=work).stdout
     info = json.loads(out.strip().splitlines()[-1])
-    expected = sorted(p.name for p in (ROOT / "src/attn/book/widgets").iterdir() if p.suffix in {".js", ".css"})
     problems = []
     if not info["file"].startswith(info["prefix"]) or "site-packages" not in info["file"]:
         problems.append(f"attn is not installed in the fresh environment: imported from {info['file']}")
-    if info["assets"] != expected:
-        problems.append(f"installed widget assets {info['assets']} differ from src/attn/book/widgets {expected}")
-    shipped = sorted(p.name for p in (ROOT / "benchmarks" / "measured").iterdir())
-    if info["measured"] != shipped:  # copied in by setup.py: the chapters read them in Colab
-        problems.append(f"installed measurements {info['measured']} differ from benchmarks/measured {shipped}")
+    book = pathlib.Path(info["file"]).parent / "book"
+    info["data"] = {name: data_files(book / name) for name in DATA}
+    for name, source in DATA.items():
+        if info["data"][name] != data_files(source):
+            problems.append(f"installed attn/book/{name} {info['data'][name]} differs from {source.relative_to(ROOT)} "
+                            f"{data_files(source)}")
     if info["build_packages"]:
         problems.append(f"book-build packages are importable in the fresh environment: {info['build_packages']}")
     info["problems"] = problems
@@ -169,53 +164,19 @@ def kernelspec(py: pathlib.Path, work: pathlib.Path, env: dict[str, str] | None 
     return home
 
 
-def _editions(paths: list[pathlib.Path], rundir: pathlib.Path) -> list[str]:
-    rundir.mkdir(exist_ok=True)
-    names = []
-    for path in paths:
-        edition = reader.reader_path(path)
-        shutil.copy2(edition, rundir / edition.name)
-        names.append(edition.name)
-    return names
-
-
-def execute(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, jobs: int = 2) -> dict[str, dict]:
-    """Run each reader edition with the fresh kernel, `jobs` at a time; name -> {ok, seconds, log}."""
-    home = kernelspec(py, work, env=CACHE_BYTECODE)
-    runner = pathlib.Path(sys.executable).parent / "jupyter-execute"
-    rundir = work / "run"
-    work.mkdir(parents=True, exist_ok=True)
-    pending = _editions(paths, rundir)
-    results: dict[str, dict] = {}
-    running: list[tuple[str, subprocess.Popen, float, pathlib.Path]] = []
-    env = clean_env(JUPYTER_PATH=str(home))
-    while pending or running:
-        while pending and len(running) < jobs:
-            name = pending.pop(0)
-            log = work / f"{name}.log"
-            cmd = [str(runner), f"--kernel_name={KERNEL_NAME}", "--timeout=600", name]
-            proc = subprocess.Popen(cmd, cwd=rundir, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
-            running.append((name, proc, time.perf_counter(), log))
-        time.sleep(0.5)
-        for item in list(running):
-            name, proc, start, log = item
-            if proc.poll() is not None:
-                running.remove(item)
-                results[name] = {"ok": proc.returncode == 0, "seconds": time.perf_counter() - start,
-                                 "log": log.read_text()[-4000:]}
-    return results
-
-
-def nbval(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, jobs: int = 2) -> dict:
-    """`pytest --nbval` on the reader editions, pytest from the project and the kernel from the fresh
-    environment (`jobs` notebooks at a time): every cell runs top to bottom and each stored output is
-    compared. Returns {ok, seconds, cells: {"chapter.ipynb::Cell N": first lines of the difference}, log}."""
+def run_chapters(paths: list[pathlib.Path], py: pathlib.Path, work: pathlib.Path, *, compare: bool = True,
+                 jobs: int = 2) -> dict:
+    """The reader editions of `paths` under pytest with nbval, the kernel from the fresh environment
+    (`jobs` chapters at a time): every cell runs top to bottom, and with `compare` each stored output
+    is compared (`--nbval`, else `--nbval-lax`). Returns nbval_runs.run's {ok, seconds, cells, log}."""
     home = kernelspec(py, work, env=CACHE_BYTECODE)
     rundir = work / "nbval"
-    names = _editions(paths, rundir)
-    env = clean_env(JUPYTER_PATH=str(home))
-    del env["MPLBACKEND"]  # the kernel's inline backend shows the figures, whose text/plain nbval compares
-    return nbval_runs.run(names, env=env, cwd=rundir, jobs=jobs, kernel=KERNEL_NAME)
+    rundir.mkdir(parents=True, exist_ok=True)
+    for path in paths:
+        shutil.copy2(reader.reader_path(path), rundir / path.name)
+    # no MPLBACKEND: the kernel's inline backend shows the figures, whose text/plain nbval compares
+    return nbval_runs.run([p.name for p in paths], env=clean_env(JUPYTER_PATH=str(home)), cwd=rundir, jobs=jobs,
+                          kernel=KERNEL_NAME, lax=not compare)
 
 
 def main(argv: list[str]) -> int:
@@ -223,7 +184,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--keep", help="use this folder and keep it (default: a temporary folder)")
     ap.add_argument("--python", help="the interpreter to base the environment on (default: this one's)")
     ap.add_argument("--newest", action="store_true", help="the newest releases the indexes serve, not the lock")
-    ap.add_argument("--nbval", action="store_true", help="run pytest --nbval on the reader editions and list each differing cell")
+    ap.add_argument("--nbval", action="store_true", help="compare each stored output too (pytest --nbval, not --nbval-lax)")
     ap.add_argument("--jobs", type=int, default=2, help="chapters at a time (default 2)")
     ap.add_argument("chapters", nargs="*")
     args = ap.parse_args(argv)
@@ -237,26 +198,17 @@ def main(argv: list[str]) -> int:
     info = check_install(py, work)
     for p in info["problems"]:
         print("PROBLEM:", p)
-    if args.nbval:
-        result = nbval(paths, py, work, jobs=args.jobs)
-        print(f"pytest --nbval on {len(paths)} reader editions: {'passed' if result['ok'] else 'FAILED'} "
-              f"in {result['seconds']:.0f} s, {len(result['cells'])} differing cell(s)")
-        for name, diff in result["cells"].items():
-            print(f"== {name}\n{diff}\n")
-        if not result["ok"] and not result["cells"]:
-            print(result["log"])
-        ok = result["ok"]
-    else:
-        results = execute(paths, py, work, jobs=args.jobs)
-        for name, r in results.items():
-            print(f"{'ok  ' if r['ok'] else 'FAIL'} {name:36s} {r['seconds']:6.1f} s")
-            if not r["ok"]:
-                print(r["log"])
-        ok = all(r["ok"] for r in results.values())
+    result = run_chapters(paths, py, work, compare=args.nbval, jobs=args.jobs)
+    print(f"pytest {'--nbval' if args.nbval else '--nbval-lax'} on {len(paths)} reader editions: "
+          f"{'passed' if result['ok'] else 'FAILED'} in {result['seconds']:.0f} s, {len(result['cells'])} failing cell(s)")
+    for name, diff in result["cells"].items():
+        print(f"== {name}\n{diff}\n")
+    if not result["ok"] and not result["cells"]:
+        print(result["log"])
     print(f"total {time.perf_counter() - start:.0f} s")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
-    return 0 if not info["problems"] and ok else 1
+    return 0 if not info["problems"] and result["ok"] else 1
 
 
 if __name__ == "__main__":

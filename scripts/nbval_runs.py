@@ -13,7 +13,7 @@ on one kernel) and the differing cells are listed:
 - `threads`: the chapters that do not fix their own thread count (`torch.set_num_threads` in a
   code cell), with another count than this machine's default (1, or 2 where the default is 1).
 
-Exit status 0 when every configuration passes. `fresh_env.py --nbval` uses `run` too.
+Exit status 0 when every configuration passes. `fresh_env.py` runs the chapters with `run` too.
 """
 
 from __future__ import annotations
@@ -40,15 +40,17 @@ SETS_THREADS = re.compile(r"^\s*torch\.set_num_threads\(", re.M)
 
 
 def run(paths: list[pathlib.Path | str], *, env: dict[str, str], cwd: pathlib.Path, jobs: int = 2,
-        kernel: str | None = None) -> dict:
+        kernel: str | None = None, lax: bool = False) -> dict:
     """pytest --nbval on `paths` (relative to `cwd`), `jobs` notebooks at a time, with `env`, and the
-    kernel `kernel` (default: this environment's). Returns {ok, seconds, cells, log}; `cells` maps
-    "chapter.ipynb::Cell N" to the first lines of its difference or error."""
+    kernel `kernel` (default: this environment's); with `lax`, --nbval-lax (every cell runs, no output
+    is compared). Returns {ok, seconds, cells, log}; `cells` maps "chapter.ipynb::Cell N" to the first
+    lines of its difference or error."""
     with tempfile.TemporaryDirectory() as tmp:
         report = pathlib.Path(tmp) / "nbval.xml"
         # addopts are the project's (--nbval-current-env); the sanitizers for measured times are kept
         sanitize = cwd / SANITIZE if (cwd / SANITIZE).exists() else ROOT / SANITIZE
-        cmd = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider", "--nbval",
+        cmd = [sys.executable, "-m", "pytest", "-q", "-o", "addopts=", "-p", "no:cacheprovider",
+               "--nbval-lax" if lax else "--nbval",
                f"--nbval-sanitize-with={sanitize}", f"--junitxml={report}", "--rootdir", str(cwd), *map(str, paths)]
         cmd += ["--nbval-kernel-name", kernel] if kernel else ["--nbval-current-env"]
         if jobs > 1:

@@ -138,7 +138,7 @@ def markdown_parser():
     return md
 
 
-def _directive_name(token) -> tuple[str, str] | None:
+def directive_name(token) -> tuple[str, str] | None:
     """``(name, argument)`` of a ```` ```{name} argument ```` or ``:::{name}`` fence, else None."""
     info = token.info.strip()
     if token.type not in {"fence", "colon_fence"} or not info.startswith("{") or "}" not in info:
@@ -147,10 +147,11 @@ def _directive_name(token) -> tuple[str, str] | None:
     return name, arg.strip()
 
 
-def _walk(tokens):
+def walk(tokens):
+    """Every token of ``tokens`` and, after each, its children (inline tokens' spans), depth first."""
     for token in tokens:
         yield token
-        yield from _walk(token.children or [])
+        yield from walk(token.children or [])
 
 
 def myst_leftover(text: str) -> str | None:
@@ -159,10 +160,10 @@ def myst_leftover(text: str) -> str | None:
     Roles, directives and colon fences, ``(label)=`` targets and ``{{ substitutions }}``, as the
     parser finds them: a code span or a code block that mentions one is not a leftover.
     """
-    for token in _walk(markdown_parser().parse(text)):
+    for token in walk(markdown_parser().parse(text)):
         if token.type == "myst_role":
             return "{%s}`%s`" % (token.meta["name"], token.content)
-        if token.type == "colon_fence" or _directive_name(token):
+        if token.type == "colon_fence" or directive_name(token):
             return f"{token.markup}{token.info}"
         if token.type == "myst_target":
             return f"({token.content})="
@@ -297,7 +298,7 @@ def _role_edits(inline, in_cell: bool, text: str, starts: list[int], cursor: dic
     block prefixes (indentation, ``>`` and list markers, table pipes) taken off. Each content line is
     found again in its source line (at its end, or in a table cell after the previous cell).
     """
-    if not any(t.type == "myst_role" for t in _walk(inline.children or [])):
+    if not any(t.type == "myst_role" for t in walk(inline.children or [])):
         return []
     if inline.map is None:
         raise ReaderError(f"a role in {inline.content!r}, which has no place in the cell's lines")
@@ -327,7 +328,7 @@ def _role_edits(inline, in_cell: bool, text: str, starts: list[int], cursor: dic
             if text[start:end] != raw:
                 raise ReaderError(f"cannot place the role {raw!r} in the cell")
             edits.append((start, end, _role(token.meta["name"], token.content, ctx)))
-        elif any(t.type == "myst_role" for t in _walk(token.children or [])):
+        elif any(t.type == "myst_role" for t in walk(token.children or [])):
             raise ReaderError(f"a role inside {token.type} has no reader-edition form")
     return edits
 
@@ -344,7 +345,7 @@ def convert_markdown(text: str, ctx: Context) -> str:
             in_cell = False
         elif token.type == "inline":
             edits += _role_edits(token, in_cell, text, starts, cursor, ctx)
-        elif directive := _directive_name(token):
+        elif directive := directive_name(token):
             first, last = token.map[0], token.map[1] - 1
             closing = lines[last].strip()
             if last == first or closing.strip(token.markup[0]) or len(closing) < len(token.markup):
@@ -443,4 +444,6 @@ def reader_path(path: pathlib.Path) -> pathlib.Path:
     return READER_DIR / rel
 
 
-__all__ = ["fold_if_hidden", "myst_leftover", "ReaderError", "reader_edition", "reader_path", "write_all"]
+# scripts/zh.py reads the Chinese edition's Markdown with the same parser, through these names.
+__all__ = ["directive_name", "fold_if_hidden", "markdown_parser", "myst_leftover", "ReaderError", "reader_edition",
+           "reader_path", "walk", "write_all"]

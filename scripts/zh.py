@@ -141,33 +141,54 @@ def untranslated(en: str, zh: str) -> bool:
 
 
 def prose_of(text: str) -> str:
-    """Text without code blocks, directive lines, inline code, maths, roles and link targets."""
-    text = re.sub(r"^(```|:::).*?^\1[ \t]*$", " ", text, flags=re.S | re.M)
-    text = re.sub(r"\$\$.*?\$\$", " ", text, flags=re.S)
-    text = re.sub(r"\$[^$\n]+\$", " ", text)
-    text = re.sub(r"\{[a-z:-]+\}`[^`]*`", " ", text)
-    text = re.sub(r"`[^`\n]+`", " ", text)
-    text = re.sub(r"\]\([^)]*\)", "]", text)
-    text = re.sub(r"^\s*:[a-z-]+:.*$", " ", text, flags=re.M)
-    return re.sub(r"<[^>]+>", " ", text)
+    """The prose of a Markdown text as the site's parser reads it (scripts/reader.py): the text of its
+    paragraphs, headings, lists, tables and definitions, of links and images (not their targets), and
+    the title and body of prose directives (dropdowns, admonitions); not code, maths, roles,
+    substitutions, targets, directives' options or HTML. Blocks are separated by a blank line, a line
+    break stays one, and a heading keeps its ``#`` marks (the terminology check skips headings)."""
+    from scripts.reader import directive_name, markdown_parser, walk
+
+    blocks: list[str] = []
+
+    def read(src: str) -> None:
+        heading = ""
+        for tok in markdown_parser().parse(src):
+            if tok.type == "heading_open":
+                heading = "#" * int(tok.tag[1:]) + " "
+            elif tok.type == "inline":  # its text (in emphasis, links and images too) and its line breaks
+                kept = [t for t in walk(tok.children or []) if t.type in {"text", "softbreak", "hardbreak"}]
+                blocks.append(heading + "".join(t.content if t.type == "text" else "\n" for t in kept))
+                heading = ""
+            elif (directive := directive_name(tok)) and directive[0] not in NOT_MARKDOWN:
+                blocks.append(directive[1])
+                read(_directive_body(tok.content))
+
+    read(text)
+    return "\n\n".join(b for b in blocks if b.strip())
+
+
+def _directive_body(content: str) -> str:
+    """A directive's content without its ``:option: value`` lines."""
+    return "\n".join(ln for ln in content.splitlines() if not re.match(r"^\s*:[\w-]+:", ln))
 
 
 GLUE = re.compile(r"\{glue(?::text|:md|:math|:figure)?\}`([^`:]+)")
 REFERENCES = {"doc", "cite", "cite:p", "cite:t", "cite:ps", "cite:ts", "ref", "numref", "eq"}
 CODE_DIRECTIVES = {"literalinclude", "code-block", "code", "math"}
+NOT_MARKDOWN = CODE_DIRECTIVES | {"eval-rst"}  # directives whose body is not Markdown prose (eval-rst: autodoc's rST)
 
 
 def invariants(text: str) -> dict[str, set[str]]:
     """What a translation must keep from the English, found by the site's own Markdown parser (as
     scripts/reader.py reads a chapter): glued values, references and citations, inline code, maths,
     code blocks and directives; the bodies of prose directives (dropdowns, admonitions) are read too."""
-    from scripts.reader import _directive_name, _walk, markdown_parser
+    from scripts.reader import directive_name, markdown_parser, walk
 
     found: dict[str, set[str]] = {k: set() for k in ("glued value", "reference", "inline code", "maths", "code block", "directive")}
     norm = lambda t: re.sub(r"\s+", " ", t).strip()  # noqa: E731
 
     def read(src: str) -> None:
-        for tok in _walk(markdown_parser().parse(src)):
+        for tok in walk(markdown_parser().parse(src)):
             if tok.type == "myst_role":
                 name, body = tok.meta.get("name", ""), tok.content
                 if name.startswith("glue"):
@@ -180,7 +201,7 @@ def invariants(text: str) -> dict[str, set[str]]:
             elif tok.type.startswith("math") or tok.type == "amsmath":
                 found["maths"].add(norm(tok.content))
             elif tok.type in {"fence", "colon_fence", "code_block"}:
-                directive = _directive_name(tok)
+                directive = directive_name(tok)
                 if directive is None:
                     found["code block"].add(tok.content.strip())
                     continue
@@ -188,7 +209,7 @@ def invariants(text: str) -> dict[str, set[str]]:
                 if directive[0] in CODE_DIRECTIVES:
                     found["code block"].add(f"{{{directive[0]}}} {directive[1]}\n{tok.content.strip()}")
                 else:
-                    read("\n".join(ln for ln in tok.content.splitlines() if not re.match(r"^\s*:[\w-]+:", ln)))
+                    read(_directive_body(tok.content))
 
     read(text)
     return found

@@ -1,4 +1,5 @@
-"""The helpers behind `make test-cpus`, `make test-newest` and the uv installs (scripts/nbval_runs.py, uv_args.py)."""
+"""The helpers behind `make test-cpus`, `make test-newest` and the uv installs (scripts/nbval_runs.py, uv_args.py,
+fresh_env.py)."""
 
 import json
 
@@ -59,3 +60,17 @@ def test_runs_outside_make_test_use_the_sanitizers_of_make_test(root):
     addopts = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["addopts"]
     assert f"--nbval-sanitize-with {nbval_runs.SANITIZE.as_posix()}" in addopts
     assert (root / nbval_runs.SANITIZE).is_file()
+
+
+def test_the_install_check_covers_every_data_folder_the_package_declares(root):
+    """scripts/fresh_env.py checks that a reader's install carries each folder of data files that
+    pyproject.toml's package-data names, and benchmarks/measured/ (setup.py copies it in)."""
+    import tomllib
+
+    from scripts import fresh_env
+
+    data = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["attn.book"]
+    assert {pattern.split("/")[0] for pattern in data} | {"measured"} == set(fresh_env.DATA)
+    for folder in fresh_env.DATA.values():
+        files = fresh_env.data_files(folder)
+        assert files and not any(f.endswith(".py") for f in files), folder

@@ -61,6 +61,22 @@ def test_a_translation_still_in_english_is_found_but_a_cell_of_only_code_or_math
     assert not zh.untranslated("$$a = b$$\n\n`attn.functional`", "$$a = b$$\n\n`attn.functional`")
 
 
+def test_prose_is_the_text_the_parser_finds_without_code_maths_roles_options_targets_or_html():
+    text = ("(sec-demo)=\n## Scaled *dot-product* `code`\n\n"
+            "The scores $QK^\\top$ are {glue:text}`err` big, see [the paper](https://example.org/x \"t\") "
+            "and ![a heat map](fig.png).\nNext <span class=\"x\">line</span>. {{ subst }}\n\n"
+            "$$\nsoftmax\n$$\n\n\\begin{equation}\nmaths\n\\end{equation}\n\n```python\nhidden = code\n```\n\n"
+            "```{literalinclude} ../src/attn/masks.py\n:pyobject: causal\n```\n\n"
+            "```{eval-rst}\n.. autofunction:: attn.masks.causal\n```\n\n"
+            ":::{dropdown} Solution words\n:open:\nThe answer is **yes**.\n:::\n\n"
+            "<div>raw html</div>\n\n| column | other |\n|---|---|\n| cell text | {cite:p}`vaswani2017` |\n")
+    assert zh.prose_of(text) == ("## Scaled dot-product \n\nThe scores  are  big, see the paper and a heat map.\nNext line. \n\n"
+                                 "Solution words\n\nThe answer is yes.\n\ncolumn\n\nother\n\ncell text")
+    for gone in ("sec-demo", "code", "QK", "err", "example.org", "fig.png", "span", "subst", "softmax", "maths",
+                 "hidden", "pyobject", "masks.py", "autofunction", "open", "raw html", "vaswani"):
+        assert gone not in zh.prose_of(text)
+
+
 def test_a_translation_that_drops_a_glued_number_code_maths_or_a_reference_is_found():
     en = "The error is {glue:text}`err` with `attn.sdpa` on $QK^\\top$, see {doc}`causal_attention` {cite:p}`vaswani2017`."
     good = "用 `attn.sdpa` 在 $QK^\\top$ 上的误差为 {glue:text}`err`，见 {doc}`causal_attention` {cite:p}`vaswani2017`。"
