@@ -42,6 +42,25 @@ def test_self_attention_is_the_formula():
     assert out.shape == (2, 6, 12) and weights.shape == (2, 6, 6)
 
 
+def test_self_attention_with_bias_adds_a_bias_in_each_of_the_four_projections():
+    """bias=True: Q = X W_q + b_q, K = X W_k + b_k, V = X W_v + b_v and the output Z W_o + b_o.
+    (b_k alone shifts each row of scores by a constant, which the softmax ignores: it shows in the
+    module's parameters, the other three in the output.)"""
+    torch.manual_seed(0)
+    m = attn.SelfAttention(12, d_k=5, d_v=7, bias=True)
+    layers = (m.W_q, m.W_k, m.W_v, m.W_o)
+    assert all(layer.bias is not None for layer in layers)
+    with torch.no_grad():
+        for layer in layers:
+            layer.bias.normal_()  # nn.Linear draws small biases: large ones, so that a lost one shows
+    x = torch.randn(2, 6, 12)
+    q, k, v = (x @ layer.weight.T + layer.bias for layer in (m.W_q, m.W_k, m.W_v))
+    w = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(5), -1)
+    out, weights = m(x, need_weights=True)
+    assert_close(weights, w, **TOL)
+    assert_close(out, (w @ v) @ m.W_o.weight.T + m.W_o.bias, **TOL)
+
+
 def test_self_attention_causal_mask_blocks_the_future():
     m = attn.SelfAttention(8)
     _, w = m(torch.randn(1, 5, 8), is_causal=True, need_weights=True)
@@ -174,6 +193,23 @@ def test_dropout_only_in_training():
     assert_close(m(x)[0], m(x)[0])
     m.train()
     assert not torch.allclose(m(x)[0], m(x)[0])
+
+
+def test_weights_returned_in_training_are_the_dropped_out_weights_that_made_the_output():
+    """need_weights in training: the weights come back with dropout applied (zeros, and the kept
+    entries scaled by 1 / (1 - p)), and they are the weights the output was computed with."""
+    torch.manual_seed(0)
+    m = attn.MultiHeadAttention(16, 4, dropout=0.5)
+    x = torch.randn(2, 8, 16)
+    clean = m.eval()(x, need_weights=True, average_weights=False)[1]
+    m.train()
+    out, w = m(x, need_weights=True, average_weights=False)  # (B, H, L, S)
+    dropped = w == 0
+    assert dropped.any() and not dropped.all()
+    assert_close(w[~dropped], clean[~dropped] / 0.5, **TOL)
+    v = (x @ m.in_proj.weight[32:].T + m.in_proj.bias[32:]).view(2, 8, 4, 4).transpose(1, 2)  # (B, H, S, E)
+    z = (w @ v).transpose(1, 2).reshape(2, 8, 16)
+    assert_close(out, m.out_proj(z), **TOL)
 
 
 def test_d_model_not_divisible_by_num_heads_is_a_clear_error():
@@ -468,7 +504,7 @@ def test_need_weights_false_returns_no_weights_and_record_attention_restores_the
     x = torch.randn(1, 4, 8)
     assert mha(x)[1] is None and mha(x, need_weights=False)[1] is None
     with attn.attention.record_attention(mha):
-        mha(x)
+        assert mha(x)[1] is None  # recorded, not returned: the return convention does not change
         assert mha.last_weights is not None and mha.last_weights.shape == (1, 2, 4, 4)  # per head
     assert mha.record_weights is False and mha.last_weights is None
 
@@ -535,6 +571,17 @@ def test_a_cache_with_a_capacity_allocates_its_buffer_once():
     assert cache.k.untyped_storage().nbytes() == 6 * 2 * 4 * 4  # (B, H, capacity, E) of float32
 
 
+def test_a_static_cache_under_a_positional_encoding_is_refused():
+    """A static cache keeps the keys of its first call: under RoPE they would be rotated again at every
+    reuse. A static cache is cross-attention's, which a positional module refuses, so it is refused."""
+    mha = attn.MultiHeadAttention(8, 2, positional=attn.RotaryPositionalEncoding(4)).eval()
+    with pytest.raises(ValueError) as e:
+        mha(torch.randn(1, 3, 8), cache=attn.KVCache(static=True))
+    assert str(e.value).startswith("positional=RotaryPositionalEncoding needs a growing cache: KVCache(static=True)")
+    out, _ = mha(torch.randn(1, 3, 8), cache=attn.KVCache())  # a growing cache is accepted
+    assert out.shape == (1, 3, 8)
+
+
 def test_cached_decoding_without_biases_and_a_static_cache_of_another_batch():
     torch.manual_seed(0)
     mha = attn.MultiHeadAttention(8, 2, bias=False).eval()
@@ -543,11 +590,16 @@ def test_cached_decoding_without_biases_and_a_static_cache_of_another_batch():
     with torch.no_grad():
         steps = [mha(x[:, i:i + 1], is_causal=True, cache=cache)[0] for i in range(4)]
         assert_close(torch.cat(steps, 1), mha(x, is_causal=True)[0], **TOL)
-        memory, cross = torch.randn(2, 4, 8), attn.KVCache(static=True)
-        mha(torch.randn(2, 1, 8), memory, memory, cache=cross)
+        memory, cross = torch.randn(3, 4, 8), attn.KVCache(static=True)  # B = 3, H = 2: each size its own
+        mha(torch.randn(3, 1, 8), memory, memory, cache=cross)
         with pytest.raises(ValueError) as e:
-            mha(torch.randn(3, 1, 8), torch.randn(3, 4, 8), torch.randn(3, 4, 8), cache=cross)
-    assert str(e.value) == "the cache holds keys for batch size 2, query has B = 3"
+            mha(torch.randn(2, 1, 8), torch.randn(2, 4, 8), torch.randn(2, 4, 8), cache=cross)
+        assert str(e.value) == "the cache holds keys for batch size 3, query has B = 2"
+        # The memory passed again at a later step is not read (the cache holds its keys and values):
+        # the error is the cache's, not a mismatch between the query and that memory.
+        with pytest.raises(ValueError) as e:
+            mha(torch.randn(2, 1, 8), memory, memory, cache=cross)
+    assert str(e.value) == "the cache holds keys for batch size 3, query has B = 2"
     with pytest.raises(ValueError) as e:  # cross-attention names its query too
         mha(torch.zeros(2, 0, 8), memory, memory)
     assert str(e.value).startswith("query has an empty query length L dimension (shape (2, 0, 8))")

@@ -313,8 +313,10 @@ def test_2d_forward_adds_the_table_and_checks_the_patch_count():
     assert_close(enc(torch.zeros(4, 6, 8)), enc.table().expand(4, 6, 8))
     with pytest.raises(ValueError, match=r"7 patches \(shape \(1, 7, 8\)\).*2 \* 3 = 6"):
         enc(torch.zeros(1, 7, 8))
-    with pytest.raises(ValueError, match="multiple of 4.*d_model=6"):
+    with pytest.raises(ValueError) as e:  # the message says why 4: rows and columns, each in sin/cos pairs
         Sinusoidal2DPositionalEncoding(6, 2, 2)
+    assert str(e.value) == ("d_model must be a multiple of 4 for a 2-D sin-cos encoding (half the channels for rows, "
+                            "half for columns, each in sin/cos pairs), got d_model=6")
 
 
 # --- learned absolute ----------------------------------------------------------------------------
@@ -563,6 +565,22 @@ def test_buffers_are_not_saved_and_parameters_have_their_shapes_and_scale():
     assert 0.018 < T5RelativePositionBias(16, num_buckets=64).embedding.weight.std().item() < 0.022
 
 
+@pytest.mark.parametrize("num_heads", [None, 4])
+def test_shaw_reset_parameters_redraws_every_vector_in_place_at_std_0_02(num_heads):
+    """What a stack's independent copies call: the same Parameter (its dtype kept), every entry
+    drawn anew from N(0, 0.02²)."""
+    torch.manual_seed(0)
+    bias = ShawRelativePositionalBias(64, num_heads=num_heads, max_distance=16).double()
+    vectors = bias.vectors
+    with torch.no_grad():
+        vectors.fill_(1.0)
+    bias.reset_parameters()
+    assert bias.vectors is vectors and vectors.dtype == torch.float64 and vectors.requires_grad
+    assert 0.019 < vectors.std().item() < 0.021 and abs(vectors.mean().item()) < 0.002
+    assert vectors.unique().numel() > vectors.numel() // 2  # one draw per entry, not one for all
+    assert (vectors != vectors.float().double()).any()  # drawn in float64, not float32 numbers widened
+
+
 def test_index_and_buckets_default_to_queries_from_position_zero():
     shaw = ShawRelativePositionalBias(4, max_distance=2)
     assert torch.equal(shaw.index(3, 3), shaw.index(3, 3, 0))
@@ -600,3 +618,25 @@ def test_t5_max_distance_must_exceed_the_exact_buckets_by_at_least_one():
     t5_bucket(torch.zeros(2, dtype=torch.long), True, 32, 9)  # m = 8 exact buckets, max_distance 9: fine
     with pytest.raises(ValueError, match=r"max_distance \(8\) must exceed"):
         t5_bucket(torch.zeros(2, dtype=torch.long), True, 32, 8)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a second device: the queries' device decides")
+def test_score_biases_are_built_on_the_device_of_the_queries():
+    """The positions (Shaw's rows, T5's buckets, ALiBi's distances) are built where q lives; built on
+    the CPU, Shaw's gather and T5's embedding lookup of CUDA tensors would fail."""
+    torch.manual_seed(0)
+    q = torch.randn(2, 2, 3, 4)
+    for bias in (ShawRelativePositionalBias(4), ShawRelativePositionalBias(4, num_heads=2),
+                 T5RelativePositionBias(2), ALiBi(2)):
+        expected = bias.score_bias(q, 2, 5)
+        got = bias.to("cuda").score_bias(q.cuda(), 2, 5)
+        assert got.device.type == "cuda"
+        assert_close(got.cpu(), expected)
+
+
+@pytest.mark.skipif(not torch.backends.mps.is_available(), reason="needs Apple's MPS, which lacks float64")
+def test_rope_on_mps_computes_its_angles_in_float32():
+    rope = RotaryPositionalEncoding(8)
+    assert rope.angles(5, device="mps").dtype == torch.float32
+    x = torch.randn(1, 2, 5, 8)
+    assert_close(rope.rotate(x.to("mps"), offset=3).cpu(), rope.rotate(x, offset=3))

@@ -11,6 +11,7 @@ import torch
 
 import attn
 from attn import variants
+from attn.book import model_variants
 from attn.variants import BERT, GPT, T5, ViT
 
 
@@ -291,7 +292,7 @@ def test_comparison_table_is_read_from_the_four_classes():
     rows = variants.comparison()
     assert [r["model"] for r in rows] == ["BERT", "GPT", "T5", "ViT"]
     assert rows[1]["attention"] == GPT.CARD["attention"] == "causal self"
-    table = variants.comparison_markdown()
+    table = model_variants.comparison_markdown()
     assert table.count("\n") == 5 and "pre-RMSNorm" in table
     with open(os.path.join(os.path.dirname(__file__), "..", "references.bib"), encoding="utf-8") as f:
         bib = f.read()

@@ -250,6 +250,11 @@ class MultiHeadAttention(nn.Module):
                 "be omitted or be the query tensor itself (got a separate key: "
                 + (f"a tensor of shape {_checks.fmt(key.shape)})" if isinstance(key, torch.Tensor) else f"{type(key).__name__})")
             )
+        if cache is not None and cache.static and self.positional is not None:
+            raise ValueError(
+                f"positional={type(self.positional).__name__} needs a growing cache: KVCache(static=True) "
+                "keeps cross-attention's keys and values, which carry no positions of this sequence"
+            )
         key = query if key is None else key
         value = key if value is None else value
         reuse = cache is not None and cache.static and cache.k is not None

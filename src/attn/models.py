@@ -104,8 +104,8 @@ class TokenModel(GenerationMixin, nn.Module):
 
     @property
     def max_positions(self) -> int | None:
-        """Positions the model can take: its table's ``max_len`` when positions are added to the
-        input, none otherwise (relative encodings and rotations extend to any length)."""
+        """How many positions the model can take, its table's ``max_len``, when positions are added
+        to the input; ``None`` otherwise (relative encodings and rotations extend to any length)."""
         return self.max_len if self.pos_input is not None else None
 
     def new_caches(self, capacity: int | None = None) -> list[KVCache]:
@@ -142,7 +142,7 @@ class Seq2Seq(GenerationMixin, nn.Module):
 
     @property
     def vocab_size(self) -> int:
-        """The target vocabulary: the tokens the decoder predicts."""
+        """How many tokens the decoder predicts (the target vocabulary)."""
         return self.head.out_features
 
     @property
