@@ -30,6 +30,10 @@ for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same 
    get a minimum width at which their smallest text is 9 px; narrower screens scroll them sideways.
 
 6. Mark the table columns that hold numbers (class ``attn-num``), which ``_css/attn.css`` right-aligns.
+
+8. Fold the optional sections: a section whose label ends in ``-deeper`` (``(self_attention-deeper)=``
+   above its heading, "Going deeper") keeps its heading and folds its body into a ``<details>``
+   element, closed until the reader opens it. The reader editions keep such a section whole.
 """
 
 from __future__ import annotations
@@ -387,7 +391,50 @@ def add_chinese_search(app) -> None:
     app.add_search_language(SearchChineseBook)
 
 
+# --- 8. optional sections, folded ----------------------------------------------------------------
+
+FOLD_LABEL = {"en": "Optional: open this section", "zh": "选读：展开本节"}
+
+
+def _docutils():
+    from docutils import nodes
+
+    class folded_section(nodes.General, nodes.Element):
+        """The body of an optional section: rendered as <details> in HTML."""
+
+    return nodes, folded_section
+
+
+_NODES = _docutils()
+
+
+def fold_optional_sections(app, doctree) -> None:
+    nodes, folded_section = _NODES
+    lang = "zh" if str(app.config.language or "en").startswith("zh") else "en"
+    for section in list(doctree.findall(nodes.section)):
+        if not any(i.endswith("-deeper") for i in section["ids"]) or len(section.children) < 2:
+            continue
+        body = section.children[1:]
+        fold = folded_section(label=FOLD_LABEL[lang])
+        for child in body:
+            section.remove(child)
+        fold.extend(body)
+        section.append(fold)
+
+
+def visit_folded_section(self, node) -> None:
+    from html import escape
+
+    self.body.append(f'<details class="attn-deeper"><summary>{escape(node["label"])}</summary>\n')
+
+
+def depart_folded_section(self, node) -> None:  # noqa: ARG001 (a Sphinx visitor)
+    self.body.append("</details>\n")
+
+
 def setup(app):
+    app.add_node(_NODES[1], html=(visit_folded_section, depart_folded_section))
+    app.connect("doctree-read", fold_optional_sections)
     app.add_config_value("attn_other_edition", None, "html")
     app.add_config_value("attn_index_link", "continue to the book", "html")  # index.html's link text
     app.connect("html-page-context", link_other_edition)

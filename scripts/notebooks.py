@@ -7,7 +7,7 @@
 
 `execute` also rewrites the reader editions of the chapters it ran (reader/book/*.ipynb, see
 scripts/reader.py): the notebooks that Colab, Binder and the site's download button open.
-Captions and alt text of the figures live in book/figures.yml, keyed by chapter and cell id;
+Captions and alt text of the figures live in book/figures/<chapter>.yml, keyed by cell id;
 `execute`, `figures` and `reader` write them into the cells' metadata (mystnb.figure.caption,
 mystnb.image.alt), which the site renders as <figcaption> and <img alt>.
 
@@ -98,12 +98,16 @@ def write_setup_cell(nb) -> bool:
     return True
 
 
-FIGURES = ROOT / "book" / "figures.yml"
+# One file per chapter: book/figures/<chapter>.yml maps the id of each cell that draws a figure to
+# {"caption": ..., "alt": ...}. `figures` (and `execute`, `reader`) write them into the cells'
+# metadata: the site shows the caption under the figure and the alt text to screen readers; the
+# reader editions put the caption under the figure. A test fails on a figure without both.
+FIGURES = ROOT / "book" / "figures"
 
 
 def figure_texts() -> dict[str, dict[str, dict[str, str]]]:
-    """book/figures.yml: chapter -> cell id -> {"caption": ..., "alt": ...}."""
-    return yaml.safe_load(FIGURES.read_text()) or {}
+    """book/figures/*.yml: chapter -> cell id -> {"caption": ..., "alt": ...}."""
+    return {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) or {} for p in sorted(FIGURES.glob("*.yml"))}
 
 
 def figure_cells(nb) -> list:
@@ -113,7 +117,7 @@ def figure_cells(nb) -> list:
 
 
 def write_figure_texts(nb, name: str) -> bool:
-    """Put each figure's caption and alt text from book/figures.yml into its cell's metadata."""
+    """Put each figure's caption and alt text from book/figures/<chapter>.yml into its cell's metadata."""
     texts = figure_texts().get(name, {})
     changed = False
     for cell in nb.cells:

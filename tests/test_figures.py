@@ -1,4 +1,4 @@
-"""Every figure in the book has a caption and alt text (book/figures.yml), in the notebooks and on the site."""
+"""Every figure in the book has a caption and alt text (book/figures/<chapter>.yml), in the notebooks and on the site."""
 
 import re
 
@@ -19,14 +19,14 @@ def test_every_figure_in_every_chapter_has_a_caption_and_alt_text():
             meta = cell.metadata.get("mystnb", {})
             assert meta.get("figure", {}).get("caption") == entry.get("caption", "").strip() or not entry, (
                 f"{path.stem}/{cell.get('id')}: run `python -m scripts.notebooks figures`")
-    assert missing == [], "figures without caption/alt text in book/figures.yml:\n" + "\n".join(missing)
+    assert missing == [], "figures without caption/alt text in book/figures/<chapter>.yml:\n" + "\n".join(missing)
 
 
 def test_figures_yml_names_only_cells_that_draw_figures():
     texts = notebooks.figure_texts()
     chapters = {p.stem: p for p in notebooks.chapters()}
     for name, cells in texts.items():
-        assert name in chapters, f"book/figures.yml names {name}, not a chapter"
+        assert name in chapters, f"book/figures/<chapter>.yml names {name}, not a chapter"
         ids = {c.get("id") for c in notebooks.figure_cells(nbformat.read(chapters[name], as_version=4))}
         assert set(cells) <= ids, f"{name}: entries for cells that draw no figure: {set(cells) - ids}"
 

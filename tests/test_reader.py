@@ -30,7 +30,9 @@ def editions(root):
 
 def test_every_chapter_has_an_up_to_date_committed_reader_edition(root, editions):
     committed = sorted((root / "reader").rglob("*.ipynb"))
-    assert committed == sorted(reader.reader_path(p) for p in editions), "run `make execute` (or notebooks.py reader)"
+    exercises = [reader.exercise_path(p) for p in editions if reader.has_exercises(nbformat.read(p, as_version=4))]
+    assert committed == sorted([*(reader.reader_path(p) for p in editions), *exercises]), (
+        "run `make execute` (or notebooks.py reader)")
     for path, nb in editions.items():
         assert reader.reader_path(path).read_text() == nbformat.writes(nb) + "\n", (
             f"reader/{path.relative_to(root)} is stale: run `python -m scripts.notebooks reader`")
@@ -38,7 +40,8 @@ def test_every_chapter_has_an_up_to_date_committed_reader_edition(root, editions
 
 def test_no_notebook_a_reader_opens_contains_myst_that_jupyter_cannot_render(root):
     paths = sorted((root / "reader").rglob("*.ipynb")) + sorted((root / "zh" / "reader").rglob("*.ipynb"))
-    assert len(paths) == 2 * len(notebooks.chapters()), "the English and the Chinese reader editions"
+    exercises = sum(reader.has_exercises(nbformat.read(p, as_version=4)) for p in notebooks.chapters())
+    assert len(paths) == 2 * (len(notebooks.chapters()) + exercises), "the English and the Chinese reader editions"
     for path in paths:
         nb = json.loads(path.read_text())
         for cell in nb["cells"]:

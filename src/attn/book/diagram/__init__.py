@@ -12,6 +12,10 @@
 - :func:`encoder_decoder` (the wiring of cross-attention), for "Cross-attention".
 - :func:`tiled_pass` (one query's pass over key blocks with its running max and sum), for
   "Efficient attention".
+
+A chapter's further figures live in a module of its own, ``attn.book.diagram.<chapter>`` (for
+example ``diagram.transformer_architecture``), loaded on first use as an attribute of this package;
+the drawing primitives they share are in :mod:`attn.book.diagram.draw`.
 """
 
 from __future__ import annotations
@@ -23,46 +27,19 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
 from attn import _checks
 from attn.book import viz as _viz  # noqa: F401 (in a notebook, importing it sets the book's figure format)
+from attn.book.diagram.draw import ATTENTION_COLOURS
+from attn.book.diagram.draw import H as _H
+from attn.book.diagram.draw import INPUT as _INPUT
+from attn.book.diagram.draw import PLAIN as _PLAIN
+from attn.book.diagram.draw import W as _W
+from attn.book.diagram.draw import arrow as _arrow
+from attn.book.diagram.draw import box as _box
+from attn.book.diagram.draw import grid as _grid
+from attn.book.diagram.draw import note as _note
+from attn.book.diagram.draw import tokens as _tokens
 
 __all__ = ["ATTENTION_COLOURS", "encoder_decoder", "head_split", "kv_cache_loop", "mask_before_softmax", "qkv_flow",
            "soft_lookup", "tiled_pass", "transformer_diagram"]
-
-#: One colour per kind of attention, shared by the figure's boxes and its legend.
-ATTENTION_COLOURS: dict[str, str] = {
-    "encoder self-attention": "#f4a259",
-    "masked self-attention": "#e76f51",
-    "cross-attention": "#8ab17d",
-}
-_PLAIN = "#e9eef5"  # embeddings, norms, feed-forward, head
-_INPUT = "#ffffff"
-_W, _H = 3.2, 0.52  # box width and height, in data units
-
-
-def _box(ax, x: float, y: float, text: str, colour: str = _PLAIN, *, w: float | None = None,
-         h: float | None = None, bold: bool = False, edge: str = "#333333", fontsize: float = 7.5,
-         small: bool = False):
-    """A rounded box of width ``w`` and height ``h`` centred at (x, y), with its text in the middle.
-
-    ``small`` is the style of the self-attention figures: 1.5 × 0.5 by default (not the
-    architecture boxes' ``_W × _H``), tighter corners, and a bold box gets a heavier edge too.
-    """
-    w = (1.5 if small else _W) if w is None else w
-    h = (0.5 if small else _H) if h is None else h
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
-                                boxstyle=f"round,pad=0.02,rounding_size={0.06 if small else 0.08}",
-                                facecolor=colour, edgecolor=edge, linewidth=1.6 if small and bold else 1.0))
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, fontweight="bold" if bold else "normal")
-
-
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], *, colour: str = "#333333",
-           style: str = "-|>", rad: float = 0.0, dashed: bool = False):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=9, color=colour, linewidth=1.0,
-                                 connectionstyle=f"arc3,rad={rad}", linestyle="--" if dashed else "-"))
-
-
-def _note(ax, x: float, y: float, text: str, *, ha: str = "left", colour: str = "#444444"):
-    ax.text(x, y, text, ha=ha, va="center", fontsize=6.8, color=colour, style="italic")
-
 
 def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] = (9.0, 8.6)):
     """Draw the encoder-decoder Transformer with shapes, masks and positions.
@@ -389,16 +366,6 @@ def tiled_pass(scores=(1.0, 3.0, 0.0, 2.0, 5.0, 1.0, 4.0, 2.0), values=(2.0, 0.0
 # --- cross-attention and positional figures -------------------------------------------------------
 
 
-def _tokens(ax, x: float, y: float, tokens: list[str], *, width: float = _W) -> None:
-    """One small white box per token, side by side, centred at (x, y)."""
-    w = width / max(len(tokens), 1)
-    for i, tok in enumerate(tokens):
-        cx = x - width / 2 + w * (i + 0.5)
-        ax.add_patch(FancyBboxPatch((cx - w / 2 + 0.04, y - 0.2), w - 0.08, 0.4, boxstyle="round,pad=0.02",
-                                    facecolor=_INPUT, edgecolor="#333333", linewidth=0.8))
-        ax.text(cx, y, tok, ha="center", va="center", fontsize=7.5, family="monospace")
-
-
 def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
                     target: tuple[str, ...] | list[str] = ("<s>", "le", "chat"), *,
                     figsize: tuple[float, float] = (8.0, 6.4)) -> plt.Figure:
@@ -492,22 +459,6 @@ def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
 
 _HEAD_COLOURS = ("#8ecae6", "#ffb703", "#b5e48c", "#cdb4db", "#f4a261", "#90be6d", "#e5989b", "#a8dadc")
 _BLOCKED = "#d9d9d9"
-
-
-def _grid(ax, x: float, y: float, rows: int, cols: int, colours, *, cell: float = 0.32, texts=None,
-          fontsize: float = 7.0):
-    """A rows x cols grid of cells, top-left corner at (x, y); colours[i][j] or one colour per column."""
-    from matplotlib.patches import Rectangle
-
-    for i in range(rows):
-        for j in range(cols):
-            colour = colours[i][j] if isinstance(colours[0], (list, tuple)) else colours[j]
-            ax.add_patch(Rectangle((x + j * cell, y - (i + 1) * cell), cell, cell, facecolor=colour,
-                                   edgecolor="#333333", linewidth=0.7))
-            if texts is not None and texts[i][j]:
-                ax.text(x + (j + 0.5) * cell, y - (i + 0.5) * cell, texts[i][j], ha="center", va="center",
-                        fontsize=fontsize)
-    return x + cols * cell, y - rows * cell  # bottom-right corner
 
 
 def head_split(*, d_model: int = 4, num_heads: int = 2, tokens: list[str] | tuple[str, ...] = ("the", "cat", "sat"),
@@ -684,3 +635,13 @@ def kv_cache_loop(*, prompt_len: int = 2, steps: int = 3, figsize: tuple[float, 
     ax.set_title("Decoding with a KV cache: one new query per step, its key and value appended, the past reused",
                  fontsize=9.5)
     return fig
+
+
+def __getattr__(name: str):
+    """``diagram.<chapter>``: a chapter's own figure module, imported on first use."""
+    import importlib
+    import pkgutil
+
+    if name in {m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")}:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
