@@ -101,6 +101,8 @@ def main(argv: list[str]) -> int:
             left = survivors(name) if "--again" in argv else []
             print(f"== {name}: mutmut run in {(WORK / name).relative_to(ROOT)}"
                   + (f", the {len(left)} survivors" if "--again" in argv else ""), flush=True)
+            if "--again" not in argv:  # a full run starts clean: mutmut would reuse results from older code
+                shutil.rmtree(WORK / name / "mutants", ignore_errors=True)
             if left or "--again" not in argv:
                 mutmut(name, "run", "--max-children", "2", *left)
         print(f"== {name}: {json.dumps(summary(name), sort_keys=True)}", flush=True)
