@@ -259,3 +259,41 @@ def test_require_of_a_submodule_whose_package_is_missing_names_the_install_comma
 
     with pytest.raises(ModuleNotFoundError, match=r"needs the package 'no_such_pkg_xyz.sub'.*pip install no-such-pkg"):
         require("no_such_pkg_xyz.sub", pip="no-such-pkg")
+
+
+def _exercise_chapter(tmp_path, root):
+    cells = [nbformat.v4.new_markdown_cell("# Build it\n\nWrite `double`."),
+             nbformat.v4.new_code_cell("def double(x):\n    raise NotImplementedError('step 1: double')"),
+             nbformat.v4.new_code_cell("def double(x):\n    return 2 * x", metadata={"tags": ["solution", "hide-input"]}),
+             nbformat.v4.new_code_cell("double(2)", outputs=[nbformat.v4.new_output(
+                 "execute_result", {"text/plain": "4"}, execution_count=3)], execution_count=3)]
+    path = root / "build" / "reader-test" / f"{tmp_path.name}.ipynb"  # under the root, outside book/
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    return path
+
+
+def test_an_exercise_chapter_gets_an_edition_without_answers_or_outputs(root, tmp_path):
+    path = _exercise_chapter(tmp_path, root)
+    try:
+        kw = dict(citations=reader.Citations(root / "references.bib"), chapters=set(), repo_url="https://github.com/o/r")
+        full = reader.reader_edition(path, **kw)
+        exercise = reader.reader_edition(path, exercise=True, **kw)
+    finally:
+        path.unlink()
+    sources = [c.source for c in exercise.cells if c.cell_type == "code"]
+    assert sources == ["def double(x):\n    raise NotImplementedError('step 1: double')", "double(2)"]
+    assert all(c.outputs == [] and c.execution_count is None for c in exercise.cells if c.cell_type == "code")
+    edition = f"https://colab.research.google.com/github/o/r/blob/main/reader/build/exercises/{path.name}"
+    assert reader.exercise_path(path) == root / "reader" / "build" / "exercises" / path.name
+    assert edition in full.cells[0].source  # the reader edition links its exercise edition in Colab
+    assert f"/blob/main/reader/build/reader-test/{path.name}" in exercise.cells[0].source  # and back
+    answer = next(c for c in full.cells if "solution" in c.metadata.get("tags", []))
+    assert answer.metadata["jupyter"]["source_hidden"] is True  # folded in the reader edition
+
+
+def test_a_chapter_without_answer_cells_has_no_exercise_edition(root):
+    path = root / "book" / "self_attention.ipynb"
+    with pytest.raises(reader.ReaderError, match="has no answer cells"):
+        reader.reader_edition(path, citations=reader.Citations(root / "references.bib"), chapters=set(),
+                              repo_url="https://github.com/o/r", exercise=True)
