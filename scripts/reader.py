@@ -352,6 +352,9 @@ def convert_markdown(text: str, ctx: Context) -> str:
             in_cell = False
         elif token.type == "inline":
             edits += _role_edits(token, in_cell, text, starts, cursor, ctx)
+        elif token.type == "myst_target" and token.map:  # a "(label)=" line, e.g. "(x-deeper)=": dropped
+            first = token.map[0]
+            edits.append((starts[first], starts[first + 1] if first + 1 < len(starts) else len(text), ""))
         elif directive := directive_name(token):
             first, last = token.map[0], token.map[1] - 1
             closing = lines[last].strip()

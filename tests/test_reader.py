@@ -105,6 +105,7 @@ def test_reader_edition_folds_the_code_the_site_hides(root, editions):
     ("see {doc}`the masks <causal_attention>`", "see [the masks](causal_attention.ipynb)"),
     (":::{note}\nSome *text*.\n:::", "> **Note**\n>\n> Some *text*."),
     (":::{dropdown} Solution\nIt is $x$.\n:::", "<details>\n<summary>Solution</summary>\n\nIt is $x$.\n\n</details>"),
+    ("(x-deeper)=\n## Going deeper\n\nText.", "## Going deeper\n\nText."),  # a label: nothing to show
 ])
 def test_myst_becomes_plain_jupyter_markdown(root, myst, expected):
     assert reader.convert_markdown(myst, _ctx(root, {"x": "0.25"})) == expected

@@ -16,7 +16,7 @@ __all__ = ["correct_per_position", "diagonal_spread", "offset_matrix", "own_buck
 def offset_matrix(k: int, d: int, base: float = 10000.0) -> torch.Tensor:
     """``M_k``, ``(d, d)`` float64, block-diagonal: ``PE[pos + k] = M_k @ PE[pos]``
     for every position of the sinusoidal table (``d`` even), one 2x2 rotation by
-    ``omega_i k`` per pair."""
+    ``omega_a k`` per pair ``a``."""
     _checks.positive_int("d", d)
     _checks.divisible("d", d, 2, why=" (sin/cos pairs)")
     omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d/2,)
@@ -27,7 +27,7 @@ def offset_matrix(k: int, d: int, base: float = 10000.0) -> torch.Tensor:
 
 
 def diagonal_spread(s: torch.Tensor) -> float:
-    """Largest ``max - min`` along a diagonal ``n - m = r`` of scores ``s`` ``(L, S)``: 0 when the
+    """Largest ``max - min`` along a diagonal ``j - i = r`` of scores ``s`` ``(L, S)``: 0 when the
     score depends on the positions only through their offset."""
     diagonals = [s.diagonal(r) for r in range(-s.shape[0] + 1, s.shape[1])]
     return max((d.max() - d.min()).item() for d in diagonals)
