@@ -167,3 +167,12 @@ def test_shape_trace_records_every_submodule_in_order_and_removes_its_hooks():
     assert trace["decoder.layers.0.cross_attn"] == (2, 5, 32)
     assert list(trace)[0].startswith("encoder") and not any("dropout" in n for n in trace)
     assert all(not m._forward_hooks for m in model.modules())
+
+
+def test_pencil_layernorm_of_1_2_3_6_is_nn_layernorm_without_gain_and_bias():
+    x = torch.tensor([1.0, 2.0, 3.0, 6.0])
+    mu, var = x.mean(), ((x - x.mean()) ** 2).mean()
+    assert mu == 3 and var == 3.5  # the chapter's step-by-step numbers
+    by_hand = (x - mu) / torch.sqrt(var + 1e-5)
+    torch.testing.assert_close(torch.nn.LayerNorm(4, elementwise_affine=False)(x), by_hand)
+    torch.testing.assert_close(by_hand, torch.tensor([-2.0, -1.0, 0.0, 3.0]) / 3.5**0.5, atol=1e-5, rtol=0)

@@ -363,6 +363,23 @@ def test_chapter_glues_every_value_its_prose_uses_and_guards_the_pretrained_cell
     assert "nbval-skip" not in online[0]["metadata"].get("tags", [])  # run by nbval: offline it does nothing
 
 
+def test_chapter_solutions_one_and_two_run_and_show_their_answer_and_the_masks_come_from_attn_masks():
+    import json
+
+    path = os.path.join(os.path.dirname(__file__), "..", "book", "model_variants.ipynb")
+    with open(path, encoding="utf-8") as f:
+        cells = {c["id"]: c for c in json.load(f)["cells"]}
+    for cid in ("4f9a0c2e", "e19b7c46"):  # solutions 1 and 2: code cells, folded, with a shown result
+        cell = cells[cid]
+        assert cell["cell_type"] == "code" and "hide-cell" in cell["metadata"]["tags"]
+        assert any(o["output_type"] == "execute_result" for o in cell["outputs"])
+    prose = "".join("".join(c["source"]) for c in cells.values() if c["cell_type"] == "markdown")
+    assert "```python" not in prose.split("## Exercises")[1]  # no solution code left unrun
+    assert "token,learned" not in prose
+    pencil = "".join(cells["8b1f6d3a"]["source"]) + "".join(cells["0f6b2d95"]["source"])
+    assert "attn.masks.causal" in pencil and "attn.masks.cross_padding" in pencil
+
+
 @pytest.mark.parametrize("option,value", [("image_size", (12, 8)), ("patch_size", (4, 2))])
 def test_vit_from_hf_names_a_non_square_size(option, value):
     hf = _seeded(transformers.ViTModel, vit_config(**{option: value}))
