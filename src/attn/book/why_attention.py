@@ -1,4 +1,6 @@
-"""What "Why attention" measures before attention is taught: the time of a recurrent layer and of
+"""What "Why attention" measures before attention is taught: the hops a token needs to reach the
+last position through a recurrence and through attention (the chapter's idea figure and pencil
+example), the time of a recurrent layer and of
 self-attention per length, the sequential depth of a computation, the gradient an output receives
 from inputs far back, the depth a convolution stack needs to reach them, the additive-attention RNN
 of the dates task (Bahdanau et al., 2015), and the table of the stored long-range runs
@@ -16,11 +18,51 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attn import masks
+from attn import _checks, masks
 from attn.measure import seconds
 
 __all__ = ["AdditiveAttention", "BahdanauSeq2Seq", "autograd_depth", "date_training_batch", "gradient_by_distance",
-           "layer_times", "layers_to_reach", "long_range_rows", "long_range_values", "seq2seq_date_loss"]
+           "hops", "layer_times", "reading_graph", "layers_to_reach", "long_range_rows", "long_range_values", "seq2seq_date_loss"]
+
+
+KINDS = ("rnn", "attention")
+
+
+def reading_graph(n: int, kind: str) -> list[tuple[str, str]]:
+    """The edges ``(from, to)`` along which ``n`` tokens reach the outputs of one layer.
+
+    ``"rnn"``: token ``x_t`` enters state ``h_t``, and ``h_{t-1}`` enters ``h_t`` (a chain of ``n``
+    states). ``"attention"``: every token ``x_j`` enters every output ``z_i`` directly. Nodes are
+    named ``"x1"``, ``"h1"``, ``"z1"``, ..., positions counted from 1.
+    """
+    _checks.positive_int("n", n)
+    if kind == "rnn":
+        return ([(f"x{t}", f"h{t}") for t in range(1, n + 1)]
+                + [(f"h{t - 1}", f"h{t}") for t in range(2, n + 1)])
+    if kind == "attention":
+        return [(f"x{j}", f"z{i}") for i in range(1, n + 1) for j in range(1, n + 1)]
+    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def hops(n: int, kind: str) -> list[int]:
+    """The path length from each token to the last position's output: entry ``j - 1`` is the
+    number of edges of :func:`reading_graph` from ``x_j`` to ``h_n`` (``"rnn"``) or ``z_n``
+    (``"attention"``), found by breadth-first search. A recurrence gives ``n - j + 1``, attention 1."""
+    edges = reading_graph(n, kind)
+    target = f"{'h' if kind == 'rnn' else 'z'}{n}"
+    into: dict[str, list[str]] = {}
+    for a, b in edges:
+        into.setdefault(b, []).append(a)
+    dist, frontier = {target: 0}, [target]
+    while frontier:  # walk the edges backwards from the target
+        nxt = []
+        for node in frontier:
+            for a in into.get(node, []):
+                if a not in dist:
+                    dist[a] = dist[node] + 1
+                    nxt.append(a)
+        frontier = nxt
+    return [dist[f"x{j}"] for j in range(1, n + 1)]
 
 
 def layer_times(layers: Mapping[str, Callable], lengths, *, batch: int, width: int,
@@ -118,16 +160,20 @@ class BahdanauSeq2Seq(nn.Module):
     decoder that attends with its previous state at every step and predicts from its new state
     and the context.
 
-    Shape: ``src`` ``(B, S)``, ``tgt_in`` ``(B, T)`` ids, ``key_mask`` ``(B, S)`` bool ->
-    logits ``(B, T, V)`` and attention weights ``(B, T, S)``.
+    ``attention`` replaces the additive attention by another module with its interface
+    (``(s, h, key_mask) -> (c, alpha)``, query and key size ``2 d``).
+
+    Shape: ``src`` ``(B, S)``, ``tgt_in`` ``(B, L)`` ids, ``key_mask`` ``(B, S)`` bool ->
+    logits ``(B, L, vocab_size)`` and attention weights ``(B, L, S)``.
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 32):
+    def __init__(self, src_vocab: int, tgt_vocab: int, d: int = 32, attention: nn.Module | None = None):
         super().__init__()
         self.src_embed, self.tgt_embed = nn.Embedding(src_vocab, d), nn.Embedding(tgt_vocab, d)
         self.encoder = nn.GRU(d, d, batch_first=True, bidirectional=True)
         self.init_state = nn.Linear(2 * d, 2 * d)
-        self.attention = AdditiveAttention(2 * d, 2 * d, d)
+        # any module with AdditiveAttention's interface: (s, h, key_mask) -> (c, alpha)
+        self.attention = AdditiveAttention(2 * d, 2 * d, d) if attention is None else attention
         self.cell = nn.GRUCell(d + 2 * d, 2 * d)
         self.head = nn.Linear(4 * d, tgt_vocab)
 
@@ -139,9 +185,9 @@ class BahdanauSeq2Seq(nn.Module):
         for t in range(tgt_in.shape[1]):  # one target step after another: stays sequential
             c, alpha = self.attention(s, h, key_mask)  # (B, 2d), (B, S)
             s = self.cell(torch.cat([self.tgt_embed(tgt_in[:, t]), c], dim=-1), s)  # (B, 2d)
-            logits.append(self.head(torch.cat([s, c], dim=-1)))  # (B, V)
+            logits.append(self.head(torch.cat([s, c], dim=-1)))  # (B, vocab_size)
             alphas.append(alpha)
-        return torch.stack(logits, 1), torch.stack(alphas, 1)  # (B, T, V), (B, T, S)
+        return torch.stack(logits, 1), torch.stack(alphas, 1)  # (B, L, vocab_size), (B, L, S)
 
 
 def date_training_batch(task, step: int, n: int = 64):
