@@ -176,6 +176,17 @@ class NoScaleNoPositions(bugs.NoScale, bugs.ForgotPositions):
     """Both omissions, so the scores see exactly x, as in the entropy measurements."""
 
 
+def test_scaling_finding_states_what_is_measured_not_one_hot_weights_or_vanished_gradients():
+    """At d_k = 64 without the scale the largest weight of a row is about 0.55-0.6, not 1: the
+    finding says the softmax sharpens (scores grow like sqrt(d_k)), nothing about saturation."""
+    finding = diagnose.check(bugs.NoScale(4 * 64, 4), d_model=4 * 64, only=("scaling",))["scaling"]
+    assert finding.passed is False
+    assert "grow like sqrt(d_k)" in finding.explanation and "sharpens" in finding.explanation
+    assert not any(claim in finding.explanation for claim in ("vanish", "saturat", "almost all", "one-hot"))
+    largest = [bugs.init_probe(bugs.NoScale, 64, seed)[1] for seed in range(3)]
+    assert all(0.4 < w < 0.7 for w in largest), largest  # sharper than uniform (1/16), far from one-hot
+
+
 def test_wrong_signature_is_a_failed_shape_contract_not_a_crash():
     report = diagnose.check(lambda x: x, d_model=D)
     assert not report and report.failed == ["shape contract"]

@@ -505,8 +505,8 @@ def _check_scaling(fn, d_model, seed, num_heads) -> Finding:
     ok = h >= ENTROPY_MIN
     return Finding("scaling", ok, f"softmax entropy at initialisation {h:.2f} of its maximum ({dk})",
                    "attention starts spread out, so gradients reach every key" if ok else
-                   "attention is already sharp at initialisation: scores grow like sqrt(d_k) without 1/sqrt(d_k), "
-                   "the softmax saturates and its gradients vanish",
+                   "attention is already sharper at initialisation than with 1/sqrt(d_k): without it the scores "
+                   "grow like sqrt(d_k) and the softmax sharpens, which changes how training starts",
                    "" if ok else "divide the scores by sqrt(d_k) before the softmax")
 
 

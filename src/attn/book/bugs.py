@@ -116,7 +116,7 @@ class Reference(nn.Module):
 
 
 class NoScale(Reference):
-    """Forgets the ``1/sqrt(d_k)``: scores grow like ``sqrt(d_k)`` and the softmax saturates."""
+    """Forgets the ``1/sqrt(d_k)``: scores grow like ``sqrt(d_k)`` and the softmax gets sharper."""
 
     def scores(self, q, k):
         return q @ k.transpose(-2, -1)  # (B, H, L, S), not divided by sqrt(d_k)
