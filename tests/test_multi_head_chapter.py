@@ -8,6 +8,10 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 import attn
+import attn.book.data
+import attn.book.multi_head_attention
+import attn.book.results
+import attn.book.train
 from attn import masks
 
 TOL = dict(atol=1e-5, rtol=1e-5)

@@ -9,6 +9,8 @@ import torch
 from torch.testing import assert_close
 
 import attn
+import attn.book.examples
+import attn.book.self_attention
 from attn import masks
 
 
@@ -71,3 +73,33 @@ def test_seed_code_mask_convention_equals_attn_except_on_fully_masked_rows():
     assert_close(theirs[full], v.mean(1, keepdim=True).expand_as(v)[full])  # uniform over blocked keys
     with pytest.raises(RuntimeError, match="overflow"):
         _seed_code_attention(q.half(), k.half(), v.half(), seed_mask)
+
+
+def test_seed_code_fill_of_minus_1e9_becomes_minus_inf_in_float16_and_a_fully_masked_row_gives_nan():
+    fill = torch.tensor(-1e9, dtype=torch.float16)
+    assert torch.finfo(torch.float16).max == 65504 and fill.item() == float("-inf")
+    allowed = masks.combine(masks.causal(4), masks.padding([4, 2], 4).flip(-1))  # (B, L, S), left padding
+    full = masks.fully_masked_rows(allowed)[..., 0]  # (B, L)
+    g = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(2, 4, 8, generator=g) for _ in range(3))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(8)).half()
+    seed_out = torch.softmax(scores.masked_fill(~allowed, fill), -1) @ v.half()
+    assert seed_out[full].isnan().all() and not seed_out[~full].isnan().any()
+    ours = attn.scaled_dot_product_attention(q.half(), k.half(), v.half(), mask=allowed)
+    assert (ours[full] == 0).all() and not ours.isnan().any()
+    assert_close(seed_out[~full].float(), ours[~full].float(), atol=1e-2, rtol=1e-2)
+
+
+def test_softmax_saturation_with_variance_4_needs_a_divisor_of_4_sqrt_d_k():
+    for d_k in (4, 64):
+        reference = attn.book.self_attention.softmax_saturation(d_k, True)
+        wide = attn.book.self_attention.softmax_saturation(d_k, True, std=2.0)
+        fixed = attn.book.self_attention.softmax_saturation(d_k, True, std=2.0, divisor=4 * math.sqrt(d_k))
+        assert wide["var"] == pytest.approx(16 * reference["var"], rel=1e-4)  # std 2: 2^4 times the variance
+        assert fixed["var"] == pytest.approx(reference["var"], rel=1e-4)
+        assert fixed["entropy"] == pytest.approx(reference["entropy"], rel=1e-4)
+    assert attn.book.self_attention.softmax_saturation(16, False, divisor=1.0) == \
+        attn.book.self_attention.softmax_saturation(16, False)
+    for name, kwargs in [("std", {"std": 0.0}), ("divisor", {"divisor": -1.0})]:
+        with pytest.raises(ValueError, match=f"{name} must be a positive number"):
+            attn.book.self_attention.softmax_saturation(4, True, **kwargs)

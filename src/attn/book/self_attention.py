@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from attn import _checks
 from attn.masks import masked_softmax
 
 __all__ = ["softmax_jacobian_norm", "softmax_saturation"]
@@ -23,16 +24,24 @@ def softmax_jacobian_norm(p: torch.Tensor) -> torch.Tensor:
 
 
 def softmax_saturation(d_k: int, scaled: bool, *, n_queries: int = 512, n_keys: int = 64,
-                       seed: int = 0) -> dict[str, float]:
-    """Score ``n_queries`` random queries against ``n_keys`` random keys (entries N(0, 1), width
-    ``d_k``), divided by ``sqrt(d_k)`` when ``scaled``, and measure the softmax.
+                       seed: int = 0, std: float = 1.0, divisor: float | None = None) -> dict[str, float]:
+    """Score ``n_queries`` random queries against ``n_keys`` random keys (entries N(0, ``std``^2),
+    width ``d_k``), divided by ``sqrt(d_k)`` when ``scaled`` (by ``divisor`` instead, when given), and
+    measure the softmax.
 
     Returns: ``var`` the variance of the scores, ``max_w`` the mean largest weight of a row,
-    ``entropy`` the mean row entropy in nats, ``jac`` the mean :func:`softmax_jacobian_norm`."""
+    ``entropy`` the mean row entropy in nats, ``jac`` the mean :func:`softmax_jacobian_norm`.
+
+    Raises:
+        ValueError: if ``std`` or ``divisor`` is not a positive number."""
+    _checks.positive_number("std", std)
+    if divisor is None:
+        divisor = math.sqrt(d_k) if scaled else 1.0
+    _checks.positive_number("divisor", divisor)
     g = torch.Generator().manual_seed(seed)
-    q = torch.randn(n_queries, d_k, generator=g)
-    k = torch.randn(n_keys, d_k, generator=g)
-    s = q @ k.T / (math.sqrt(d_k) if scaled else 1.0)  # (n_queries, n_keys)
+    q = std * torch.randn(n_queries, d_k, generator=g)
+    k = std * torch.randn(n_keys, d_k, generator=g)
+    s = q @ k.T / divisor  # (n_queries, n_keys)
     p = masked_softmax(s)
     entropy = -(p * torch.log(p.clamp_min(1e-30))).sum(-1)
     return {"var": s.var().item(), "max_w": p.max(-1).values.mean().item(),
