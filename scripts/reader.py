@@ -412,6 +412,7 @@ def reader_edition(path: pathlib.Path, *, citations: Citations, chapters: set[st
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
+    glued = glued_values(nb)  # read before the exercise edition drops the outputs: its prose quotes the book's run
     if exercise:
         if not has_exercises(nb):
             raise ReaderError(f"{path.name} has no answer cells (tagged {SOLUTION_TAG!r}): it has no exercise edition")
@@ -419,7 +420,7 @@ def reader_edition(path: pathlib.Path, *, citations: Citations, chapters: set[st
         for cell in nb.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
-    ctx = Context(glued_values(nb), citations, path.parent, chapters, repo_url, lang, titles)
+    ctx = Context(glued, citations, path.parent, chapters, repo_url, lang, titles)
     new = copy.deepcopy(nb)
     for cell in new.cells:
         if cell.cell_type == "markdown":

@@ -81,6 +81,8 @@ def test_every_checker_named_in_a_chapter_exists_and_the_chapters_solutions_pass
     for path in notebooks.chapters():
         nb = json.loads(path.read_text())
         text = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+        code_cells = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        used |= set(re.findall(r"book\.exercises\.(check_\w+)\(", code_cells))  # the capstone's checker cells
         for block in re.findall(r":::\{dropdown\} Solution\n(.*?)\n:::", text, flags=re.S):
             for code in re.findall(r"```python\n(.*?)```", block, flags=re.S):
                 if "attn.book.exercises.check_" in code:
@@ -115,27 +117,29 @@ class MyMHA(nn.Module):
 
 
 class MyBlock(nn.Module):
-    def __init__(self, d_model, num_heads, d_ff):
+    def __init__(self, d_model, num_heads, d_ff, dropout=0.0):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.attn = MyMHA(d_model, num_heads)
-        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(approximate="tanh"), nn.Linear(d_ff, d_model))
+        self.drop = nn.Dropout(dropout)
 
     def mask(self, x):
         return masks.causal(x.shape[1])
 
     def forward(self, x):
-        x = x + self.attn(self.ln1(x), self.mask(x))
-        return x + self.ff(self.ln2(x))
+        x = x + self.drop(self.attn(self.ln1(x), self.mask(x)))
+        return x + self.drop(self.ff(self.ln2(x)))
 
 
 class MyGPT(nn.Module):
-    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_len, block=MyBlock, tie=True):
+    def __init__(self, vocab_size, d_model, num_heads, num_layers, max_len, dropout=0.0, block=MyBlock, tie=True):
         super().__init__()
         self.tok_emb, self.pos_emb = nn.Embedding(vocab_size, d_model), nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(block(d_model, num_heads, 4 * d_model) for _ in range(num_layers))
+        self.blocks = nn.ModuleList(block(d_model, num_heads, 4 * d_model, dropout) for _ in range(num_layers))
         self.ln_f = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.drop = nn.Dropout(dropout)
         if tie:
             self.head.weight = self.tok_emb.weight
 
@@ -143,10 +147,39 @@ class MyGPT(nn.Module):
         return self.pos_emb(torch.arange(tokens.shape[1]))
 
     def forward(self, tokens):
-        x = self.tok_emb(tokens) + self.positions(tokens)
+        x = self.drop(self.tok_emb(tokens) + self.positions(tokens))
         for b in self.blocks:
             x = b(x)
         return self.head(self.ln_f(x))
+
+
+class MyLayerNorm(nn.Module):
+    def __init__(self, d_model, eps=1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight, self.bias = nn.Parameter(torch.ones(d_model)), nn.Parameter(torch.zeros(d_model))
+
+    def forward(self, x):
+        mean, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True, unbiased=False)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+def my_cached_forward(model, tokens, caches):
+    """The reader's cached pass, written against MyGPT: keys and values appended per block."""
+    past = caches[0]["k"].shape[2] if caches[0] else 0
+    L = tokens.shape[1]
+    x = model.tok_emb(tokens) + model.pos_emb(torch.arange(past, past + L))
+    for block, cache in zip(model.blocks, caches, strict=True):
+        a = block.attn
+        h = block.ln1(x)
+        q, k, v = a.split(a.W_q(h)), a.split(a.W_k(h)), a.split(a.W_v(h))
+        if cache:
+            k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
+        cache["k"], cache["v"] = k, v
+        mask = torch.ones(L, past + L, dtype=torch.bool).tril(diagonal=past)
+        x = x + a.merge(reference_attention(q, k, v, mask))
+        x = x + block.ff(block.ln2(x))
+    return model.head(model.ln_f(x))
 
 
 def test_build_checkers_accept_a_correct_layer_block_and_gpt():
@@ -225,3 +258,84 @@ def test_gpt_checker_rejects_an_untied_head_missing_positions_and_a_wrong_block(
     assert not exercises.check_gpt(lambda *a: MyGPT(*a, block=NotCausal))
     broken = exercises.check_gpt(lambda *_: 1 / 0)
     assert not broken and "ZeroDivisionError" in repr(broken)
+
+
+def test_layer_norm_checker_accepts_a_hand_written_norm_and_rejects_the_unbiased_variance():
+    assert exercises.check_layer_norm(MyLayerNorm)
+
+    class Unbiased(MyLayerNorm):
+        def forward(self, x):
+            mean, var = x.mean(-1, keepdim=True), x.var(-1, keepdim=True)  # divides by D - 1
+            return (x - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+    class NoAffine(MyLayerNorm):
+        def forward(self, x):
+            return torch.nn.functional.layer_norm(x, x.shape[-1:])
+
+    for wrong in (Unbiased, NoAffine):
+        assert not exercises.check_layer_norm(wrong)
+
+
+def test_block_and_gpt_checkers_reject_dropout_left_on_in_eval_or_missing():
+    class AlwaysOn(MyBlock):
+        def forward(self, x):
+            x = x + torch.nn.functional.dropout(self.attn(self.ln1(x), self.mask(x)), self.drop.p, training=True)
+            return x + self.ff(self.ln2(x))
+
+    class NoDropout(MyBlock):
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x), self.mask(x))
+            return x + self.ff(self.ln2(x))
+
+    for wrong in (AlwaysOn, NoDropout):
+        v = exercises.check_block(wrong)
+        assert not v and "dropout" in repr(v), repr(v)
+    exact_gelu = exercises.check_block(lambda *a, **k: _exact_gelu(MyBlock(*a, **k)))
+    assert not exact_gelu, "GPT-2's tanh GELU is required: the shipped weights were trained with it"
+
+
+def _exact_gelu(block):
+    block.ff[1] = nn.GELU()
+    return block
+
+
+def test_an_unwritten_scaffold_gives_one_useful_message_not_an_exception():
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, d_model, num_heads):  # noqa: ARG002
+            super().__init__()
+            self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+        def forward(self, x, mask=None):
+            raise NotImplementedError("step 2: split the heads, attend, merge")
+
+    v = exercises.check_multi_head(MultiHeadAttention)
+    assert not v
+    assert repr(v) == ("multi-head attention: not yet. step 2 is not written yet: "
+                       "`MultiHeadAttention.forward` raises NotImplementedError; fill in its body above")
+
+    def attention(q, k, v, mask=None):
+        raise NotImplementedError
+    assert "this step is not written yet: `attention`" in repr(exercises.check_attention(attention))
+
+
+def test_kv_cache_and_causality_checkers():
+    torch.manual_seed(0)
+    model = MyGPT(11, 8, 2, 2, 16).eval()
+    assert exercises.check_kv_cache(my_cached_forward, model)
+    assert exercises.check_causality(model)
+
+    def no_cache(model, tokens, caches):  # noqa: ARG001  (forgets the past: each step sees itself only)
+        return model(tokens)
+
+    assert not exercises.check_kv_cache(no_cache, model)
+    leaky = MyGPT(11, 8, 2, 2, 16, block=_leaky_block).eval()
+    v = exercises.check_causality(leaky)
+    assert not v and "changed when token" in repr(v)
+
+
+def _leaky_block(*a):
+    class Leaky(MyBlock):
+        def mask(self, x):  # noqa: ARG002
+            return None
+
+    return Leaky(*a)

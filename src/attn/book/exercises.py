@@ -14,6 +14,7 @@ and is true only when every case passes::
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -30,7 +31,10 @@ __all__ = [
     "check_attention",
     "check_block",
     "check_causal_mask",
+    "check_causality",
     "check_gpt",
+    "check_kv_cache",
+    "check_layer_norm",
     "check_multi_head",
     "check_padding_mask",
     "check_sinusoidal_table",
@@ -44,6 +48,8 @@ class Verdict:
 
     exercise: str
     cases: list[tuple[str, bool, str]] = field(default_factory=list)
+    #: set when the reader's code raised ``NotImplementedError``: the scaffold is not filled in yet
+    todo: str = ""
 
     def __bool__(self) -> bool:
         return bool(self.cases) and all(ok for _, ok, _ in self.cases)
@@ -55,12 +61,16 @@ class Verdict:
         return f"{self.exercise}: {word} ({passed}/{len(self.cases)} cases pass)"
 
     def __repr__(self) -> str:
+        if self.todo:
+            return f"{self.exercise}: not yet. {self.todo}"
         lines = [self.summary]
         for case, ok, detail in self.cases:
             lines.append(f"  {'ok  ' if ok else 'FAIL'} {case}" + ("" if ok else f": {detail}"))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        if self.todo:
+            return f"<p><b>{html.escape(self.exercise)}: not yet.</b> {html.escape(self.todo)}</p>"
         rows = "".join(
             f"<tr><td>{'&#10003;' if ok else '&#10007;'}</td><td>{html.escape(case)}</td>"
             f"<td>{'' if ok else html.escape(detail)}</td></tr>"
@@ -69,12 +79,35 @@ class Verdict:
         return f"<p><b>{html.escape(self.summary)}</b></p><table>{rows}</table>"
 
 
+def _not_written(e: NotImplementedError) -> str:
+    """What a scaffold that still raises ``NotImplementedError("step N: ...")`` means to the reader."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    where = "your code"
+    if tb is not None:
+        code = tb.tb_frame.f_code
+        where = f"`{getattr(code, 'co_qualname', code.co_name).split('<locals>.')[-1]}`"
+    step = re.match(r"\s*(step \d+)", str(e))
+    return (f"{step.group(1) if step else 'this step'} is not written yet: {where} raises "
+            "NotImplementedError; fill in its body above")
+
+
+def _failed(verdict: Verdict, case: str, e: Exception, prefix: str = "raised ") -> None:
+    """Record the reader's exception ``e`` as a failed case (an unfilled scaffold says so once)."""
+    if isinstance(e, NotImplementedError):
+        verdict.todo = verdict.todo or _not_written(e)
+        verdict.cases.append((case, False, "not written yet"))
+    else:
+        verdict.cases.append((case, False, f"{prefix}{type(e).__name__}: {e}"))
+
+
 def _run(verdict: Verdict, case: str, answer: Callable[[], object], expected: torch.Tensor, **tol) -> None:
     """Call ``answer()``, compare with ``expected``, record the outcome (errors become details)."""
     try:
         got = answer()
     except Exception as e:  # the reader's code failing is a finding, not a crash of the checker
-        verdict.cases.append((case, False, f"raised {type(e).__name__}: {e}"))
+        _failed(verdict, case, e)
         return
     if isinstance(got, tuple):  # (output, weights) is a common return: check the output
         got = got[0]
@@ -210,7 +243,7 @@ def _built(verdict: Verdict, case: str, make: Callable[[], nn.Module], copy, pac
         with torch.no_grad():
             copy(mine, package)
     except Exception as e:
-        verdict.cases.append((case, False, f"{type(e).__name__}: {e}"))
+        _failed(verdict, case, e, prefix="")
         return None
     return mine.eval()
 
@@ -247,14 +280,59 @@ def check_multi_head(cls: Callable[..., nn.Module]) -> Verdict:
     return v_
 
 
-def check_block(cls: Callable[..., nn.Module]) -> Verdict:
-    """Check ``cls(d_model, num_heads, d_ff)``: a pre-LN decoder block, ``forward(x)`` ``(B, L, D)``
-    -> ``(B, L, D)``, causal, ``x + attn(ln1(x))`` then ``x + ff(ln2(x))``.
+def check_layer_norm(cls: Callable[..., nn.Module]) -> Verdict:
+    """Check ``cls(d_model, eps=1e-5)``: LayerNorm written by hand, with parameters ``weight`` and
+    ``bias`` of shape ``(D,)``; ``forward(x)`` ``(..., D)`` -> ``(..., D)`` normalises each vector to
+    mean 0 and (biased) variance 1 over its ``D`` features, then scales and shifts it. The
+    parameters are copied into :class:`torch.nn.LayerNorm`, whose output is the answer.
+    """
+    v_ = Verdict("LayerNorm")
+    g = torch.Generator().manual_seed(5)
+    for i, (shape, shift) in enumerate([((2, 3, 8), 0.0), ((4, 16), 0.0), ((1, 5, 6), 100.0)]):
+        D = shape[-1]
+        case = f"x {shape}" + (f", every feature + {shift:g}" if shift else "")
+        ref = nn.LayerNorm(D)
+        mine = _built(v_, case, lambda D=D: cls(D), lambda m, r: r.load_state_dict(m.state_dict()), ref,
+                      seed=40 + i)
+        if mine is None:
+            continue
+        x = torch.randn(shape, generator=g) + shift
+        with torch.no_grad():
+            _run(v_, case, lambda mine=mine, x=x: mine(x), ref(x), rtol=1e-4, atol=1e-4)
+    return v_
 
-    Its parts: ``ln1``, ``ln2`` (``nn.LayerNorm(D)``), ``attn`` (the multi-head attention of
-    :func:`check_multi_head`, called with a causal mask), ``ff`` (``nn.Linear(D, d_ff)``, GELU,
+
+def _dropout_case(verdict: Verdict, make: Callable[[], nn.Module], x: torch.Tensor) -> None:
+    """``make()`` builds the reader's module with ``dropout=0.5``: ``train()`` must change the output
+    from one call to the next, ``eval()`` must give the same output every time."""
+    case = "dropout=0.5: random in train(), off in eval()"
+    try:
+        mine = make()
+        torch.manual_seed(0)
+        with torch.no_grad():
+            a, b = mine.train()(x), mine(x)
+            c, d = mine.eval()(x), mine(x)
+    except Exception as e:
+        _failed(verdict, case, e)
+        return
+    if torch.equal(a, b):
+        verdict.cases.append((case, False, "train(): two calls gave the same output, is dropout applied?"))
+    elif not torch.equal(c, d):
+        verdict.cases.append((case, False, "eval(): two calls differ, dropout must be off in eval()"))
+    else:
+        verdict.cases.append((case, True, ""))
+
+
+def check_block(cls: Callable[..., nn.Module]) -> Verdict:
+    """Check ``cls(d_model, num_heads, d_ff, dropout=0.0)``: a pre-LN decoder block, ``forward(x)``
+    ``(B, L, D)`` -> ``(B, L, D)``, causal, ``x + drop(attn(ln1(x)))`` then ``x + drop(ff(ln2(x)))``.
+
+    Its parts: ``ln1``, ``ln2`` (a LayerNorm with ``weight`` and ``bias``, yours or
+    ``nn.LayerNorm(D)``), ``attn`` (the multi-head attention of :func:`check_multi_head`, called
+    with a causal mask), ``ff`` (``nn.Linear(D, d_ff)``, GELU in GPT-2's tanh form,
     ``nn.Linear(d_ff, D)``). The weights are copied into ``attn.blocks.EncoderLayer(...,
-    norm_first=True, activation="gelu")``, run with ``is_causal=True``.
+    norm_first=True, activation="gelu_new")``, run with ``is_causal=True``; a last case checks that
+    dropout acts in ``train()`` only.
     """
     from attn.blocks import EncoderLayer
 
@@ -263,25 +341,27 @@ def check_block(cls: Callable[..., nn.Module]) -> Verdict:
     tol = dict(rtol=1e-4, atol=1e-5)
     for i, (B, L, D, H, d_ff) in enumerate([(2, 4, 8, 2, 32), (1, 6, 12, 3, 16)]):
         case = f"B={B}, L={L}, D={D}, H={H}, d_ff={d_ff}"
-        ref = EncoderLayer(D, H, d_ff, dropout=0.0, activation="gelu", norm_first=True).eval()
+        ref = EncoderLayer(D, H, d_ff, dropout=0.0, activation="gelu_new", norm_first=True).eval()
         mine = _built(v_, case, lambda D=D, H=H, d_ff=d_ff: cls(D, H, d_ff), _to_package_block, ref, seed=20 + i)
         if mine is None:
             continue
         x = torch.randn(B, L, D, generator=g)
         with torch.no_grad():
             _run(v_, case, lambda mine=mine, x=x: mine(x), ref(x, is_causal=True), **tol)
+    if not v_.todo:
+        _dropout_case(v_, lambda: cls(8, 2, 32, dropout=0.5), torch.randn(2, 4, 8, generator=g))
     return v_
 
 
 def check_gpt(cls: Callable[..., nn.Module]) -> Verdict:
-    """Check ``cls(vocab_size, d_model, num_heads, num_layers, max_len)``: a tiny GPT,
+    """Check ``cls(vocab_size, d_model, num_heads, num_layers, max_len, dropout=0.0)``: a tiny GPT,
     ``forward(tokens)`` ``(B, L)`` integer ids -> logits ``(B, L, vocab_size)``.
 
     Its parts: ``tok_emb`` (``nn.Embedding(V, D)``), ``pos_emb`` (``nn.Embedding(max_len, D)``),
-    ``blocks`` (``num_layers`` blocks of :func:`check_block`, ``d_ff = 4 D``), ``ln_f``
-    (``nn.LayerNorm(D)``) and ``head`` (``nn.Linear(D, V, bias=False)``, its weight tied to
-    ``tok_emb.weight``). The weights are copied into :class:`attn.variants.GPT` built with
-    ``activation="gelu"``.
+    ``blocks`` (``num_layers`` blocks of :func:`check_block`, ``d_ff = 4 D``), ``ln_f`` (a
+    LayerNorm) and ``head`` (``nn.Linear(D, V, bias=False)``, its weight tied to
+    ``tok_emb.weight``). The weights are copied into :class:`attn.variants.GPT` (GPT-2's
+    architecture, tanh GELU); a last case checks that dropout acts in ``train()`` only.
     """
     from attn.variants import GPT
 
@@ -300,7 +380,7 @@ def check_gpt(cls: Callable[..., nn.Module]) -> Verdict:
 
     for i, (B, L, V, D, H, N, max_len) in enumerate([(2, 5, 11, 8, 2, 1, 16), (1, 10, 7, 12, 3, 2, 10)]):
         case = f"B={B}, L={L}, V={V}, D={D}, H={H}, num_layers={N}, max_len={max_len}"
-        ref = GPT(V, D, H, N, 4 * D, max_len=max_len, activation="gelu", dropout=0.0).eval()
+        ref = GPT(V, D, H, N, 4 * D, max_len=max_len, dropout=0.0).eval()
         mine = _built(v_, case, lambda V=V, D=D, H=H, N=N, m=max_len: cls(V, D, H, N, m), copy, ref, seed=30 + i)
         if mine is None:
             continue
@@ -311,4 +391,64 @@ def check_gpt(cls: Callable[..., nn.Module]) -> Verdict:
         tokens = torch.randint(0, V, (B, L), generator=g)
         with torch.no_grad():
             _run(v_, case, lambda mine=mine, t=tokens: mine(t), ref(tokens), **tol)
+    if not v_.todo:
+        _dropout_case(v_, lambda: cls(11, 8, 2, 1, 16, dropout=0.5), torch.randint(0, 11, (2, 5), generator=g))
+    return v_
+
+
+def check_kv_cache(fn: Callable[..., torch.Tensor], model: nn.Module) -> Verdict:
+    """Check ``fn(model, tokens, caches)``: one cached forward pass of the reader's GPT ``model``.
+
+    ``tokens`` ``(B, L)`` are the new ids; ``caches`` is a list with one dict per block, empty at the
+    start, that ``fn`` fills with the keys and values it computes and reads back at the next call;
+    the result is the logits of the new positions, ``(B, L, V)``. A prompt followed by one token at
+    a time must give the logits of one full pass ``model(tokens)`` (``model`` in ``eval()``).
+    """
+    v_ = Verdict("KV cache")
+    model.eval()
+    V = model.tok_emb.num_embeddings
+    g = torch.Generator().manual_seed(6)
+    for B, prompt, steps in [(1, 5, 6), (2, 1, 4)]:
+        tokens = torch.randint(0, V, (B, prompt + steps), generator=g)  # (B, L)
+        with torch.no_grad():
+            full = model(tokens)  # (B, L, V)
+
+            def cached(tokens=tokens, prompt=prompt):
+                caches = [{} for _ in model.blocks]
+                parts = [fn(model, tokens[:, :prompt], caches)]  # (B, P, V)
+                parts += [fn(model, tokens[:, t : t + 1], caches) for t in range(prompt, tokens.shape[1])]
+                return torch.cat(parts, dim=1)  # (B, L, V)
+
+            _run(v_, f"B={B}: a prompt of {prompt}, then {steps} steps of one token", cached, full,
+                 rtol=1e-4, atol=1e-4)
+    return v_
+
+
+def check_causality(model: nn.Module) -> Verdict:
+    """Check that the reader's language model ``model`` (``tokens`` ``(1, L)`` -> logits
+    ``(1, L, V)``) is causal: replacing the token at position ``t`` must leave the logits of every
+    earlier position exactly as they were, and change those at ``t`` itself."""
+    v_ = Verdict("causality")
+    model.eval()
+    V = model.tok_emb.num_embeddings
+    L = 8
+    x = torch.randint(0, V, (1, L), generator=torch.Generator().manual_seed(7))
+    try:
+        with torch.no_grad():
+            base = model(x)  # (1, L, V)
+            moved = []
+            for t in range(L):
+                x2 = x.clone()
+                x2[0, t] = (x2[0, t] + 1) % V  # another token at position t
+                moved.append((model(x2) - base).abs().amax(-1)[0])  # (L,): change at each output
+    except Exception as e:
+        _failed(v_, "perturb one token at a time", e)
+        return v_
+    dep = torch.stack(moved, dim=1)  # (L outputs, L replaced positions)
+    future = dep.triu(1)
+    leaks = [(i, t) for i, t in zip(*torch.nonzero(future, as_tuple=True), strict=True)]
+    v_.cases.append(("no output sees a later token", not leaks,
+                     "" if not leaks else f"output {int(leaks[0][0])} changed when token {int(leaks[0][1])} did"))
+    own = bool((dep.diagonal() > 0).all())
+    v_.cases.append(("each output sees its own token", own, "" if own else "an output ignores its own token"))
     return v_
