@@ -41,10 +41,10 @@ def test_diagram_names_the_three_attentions_each_in_a_box_of_its_colour():
 
 def test_every_shape_label_uses_only_the_books_legend_letters():
     fig = transformer_diagram()
-    shapes = re.findall(r"\(([A-Z0-9, ]+)\)", "\n".join(_texts(fig)))
+    shapes = re.findall(r"\(([A-Z0-9,| ]+)\)", "\n".join(_texts(fig)))
     assert len(shapes) >= 10
     letters = {x.strip() for s in shapes for x in s.split(",")}
-    allowed = set(attn.SHAPE_LEGEND) | {"V", "1"}  # V: vocabulary size, written out in the figure's key
+    allowed = set(attn.SHAPE_LEGEND) | {"|V|", "1"}  # |V|: vocabulary size (V is the values), in the figure's key
     assert letters <= allowed, letters - allowed
     # encoder side in S, decoder side in L, cross-attention weights (B, H, L, S)
     assert {"B, S, D", "B, L, D", "B, H, L, S", "L, L", "B, 1, 1, S"} <= set(shapes)
@@ -178,14 +178,14 @@ def _box_of(fig, words: str):
 def test_encoder_decoder_draws_the_wiring_with_the_tokens_given():
     fig = encoder_decoder(["der", "Hund"], ["<s>", "the", "dog"])
     texts = "\n".join(_texts(fig))
-    for label in ("memory M", "encoder stack", "masked self-attention", "cross-attention", "feed-forward",
-                  "logits", "Q from the decoder, K, V from M", "LayerNorm", "residual"):
+    for label in ("memory  (B, S, D)", "encoder stack", "masked self-attention", "cross-attention", "feed-forward",
+                  "logits", "Q from the decoder, K, V from the memory", "LayerNorm", "residual"):
         assert label in texts, label
     assert {"der", "Hund", "<s>", "the", "dog"} <= set(_texts(fig))
     assert "S = 2" in texts and "L = 3" in texts
     shapes = re.findall(r"\(([A-Z0-9, ]+)\)", texts)
-    assert {"B, S, D", "B, L, D", "B, H, L, S", "B, L, V"} <= set(shapes)
-    assert {x.strip() for s in shapes for x in s.split(",")} <= set(attn.SHAPE_LEGEND) | {"V"}
+    assert {"B, S, D", "B, L, D", "B, H, L, S"} <= set(shapes) and "(B, L, $|\\mathcal{V}|$)" in texts
+    assert {x.strip() for s in shapes for x in s.split(",")} <= set(attn.SHAPE_LEGEND)
     assert matplotlib.colors.to_hex(_box_of(fig, "Q from the decoder").get_facecolor()) == \
         ATTENTION_COLOURS["cross-attention"]
     plt.close(fig)
@@ -194,7 +194,7 @@ def test_encoder_decoder_draws_the_wiring_with_the_tokens_given():
 def test_encoder_decoder_arrows_carry_memory_and_queries_into_cross_attention():
     fig = encoder_decoder()
     arrows = {a.get_gid(): a for a in fig.axes[0].patches if a.get_gid()}
-    memory, cross = _box_of(fig, "memory M"), _box_of(fig, "Q from the decoder")
+    memory, cross = _box_of(fig, "memory  (B"), _box_of(fig, "Q from the decoder")
     masked = _box_of(fig, "masked self-attention")
     fig.canvas.draw()
 

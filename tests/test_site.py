@@ -191,3 +191,27 @@ def test_pages_link_the_books_own_stylesheet_for_tables(built_site):
     assert css.exists() and "table.attn-table" in css.read_text()
     page = (built_site / "book" / "self_attention.html").read_text()
     assert "_static/attn.css" in page and 'class="attn-table"' in page
+
+
+DEEPER_LABEL = re.compile(r"^\(([\w.-]+-deeper)\)=\s*$", re.M)
+
+
+def test_optional_sections_are_folded_with_their_heading_left_open(built_site, root):
+    """A heading labelled ``(x-deeper)=`` keeps its heading on the page and folds its body in a closed
+    <details> (``_ext/attn_book.py``, 8), in both editions; the label's anchor still resolves."""
+    import nbformat
+
+    found = 0
+    for nb in notebooks.chapters():
+        labels = [m.group(1) for c in nbformat.read(nb, as_version=4).cells if c.cell_type == "markdown"
+                  for m in DEEPER_LABEL.finditer(c.source)]
+        for edition, summary in (("", "Optional: open this section"), ("zh/", "选读：展开本节")):
+            page = (built_site / edition / nb.relative_to(root).with_suffix(".html")).read_text()
+            folds = re.findall(r'<details class="attn-deeper"><summary>([^<]*)</summary>', page)
+            assert folds == [summary] * len(labels), f"{edition}{nb.name}: {len(folds)} folds for labels {labels}"
+            for label in labels:
+                section = re.search(rf'<section id="[^"]*"[^>]*>\s*<span id="{re.escape(label)}"></span>'
+                                    rf'|<section[^>]*id="{re.escape(label)}"', page)
+                assert section or f'id="{label}"' in page, f"{edition}{nb.name}: no anchor {label}"
+        found += len(labels)
+    assert found >= 1, "no chapter has an optional section yet"

@@ -114,8 +114,8 @@ def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] =
     _note(ax, 5.5, 7.0, "K, V", ha="center", colour="#4f772d")
 
     # --- output ----------------------------------------------------------------------------------
-    _box(ax, xd, 9.3, "linear  D → vocabulary  (B, L, V)")
-    _box(ax, xd, 10.3, "softmax: next-token probs  (B, L, V)", _INPUT, bold=True)
+    _box(ax, xd, 9.3, "linear  D → vocabulary  (B, L, |V|)")
+    _box(ax, xd, 10.3, "softmax: next-token probs  (B, L, |V|)", _INPUT, bold=True)
     _arrow(ax, (xd, 8.3 + _H / 2), (xd, 9.3 - _H / 2))
     _arrow(ax, (xd, 9.3 + _H / 2), (xd, 10.3 - _H / 2))
 
@@ -127,7 +127,7 @@ def transformer_diagram(*, num_layers: str = "N", figsize: tuple[float, float] =
                                     facecolor=colour, edgecolor="#333333"))
         ax.text(-0.1, y - 0.45 - 0.38 * i, name, fontsize=7.5, va="center")
     ax.text(-0.5, 9.7, "B batch, H heads, E = D / H per head,\nL target length, S source length, D width,\n"
-            "V vocabulary. Masks: True = may attend.", fontsize=7, va="center", color="#333333")
+            "|V| vocabulary size. Masks: True = may attend.", fontsize=7, va="center", color="#333333")
     ax.set_title("The encoder-decoder Transformer: shapes, the three attentions, masks and positions", fontsize=10)
     return fig
 
@@ -371,9 +371,9 @@ def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
                     figsize: tuple[float, float] = (8.0, 6.4)) -> plt.Figure:
     """Draw the wiring of an encoder-decoder: where cross-attention gets its queries, keys and values.
 
-    The source tokens run through the encoder stack into the memory ``M``; the decoder input runs
+    The source tokens run through the encoder stack into the memory (no letter: ``M`` is a mask); the decoder input runs
     through masked self-attention, then cross-attention (queries from the decoder, keys and values
-    from ``M``), then the feed-forward network, to the logits. Each sublayer's residual connection
+    from the memory), then the feed-forward network, to the logits. Each sublayer's residual connection
     and LayerNorm is written in a note, not drawn.
 
     Args:
@@ -403,11 +403,11 @@ def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
     _box(ax, xe, 1.1, "embedding + positions  (B, S, D)")
     _box(ax, xe, 2.6, "encoder stack × N\nself-attention over the source,\nfeed-forward",
          ATTENTION_COLOURS["encoder self-attention"], h=1.0)
-    _box(ax, xe, 4.3, "memory M  (B, S, D)", "#cfd8e3", bold=True)
+    _box(ax, xe, 4.3, "memory  (B, S, D)", "#cfd8e3", bold=True)
     _arrow(ax, (xe, 0.42), (xe, 1.1 - _H / 2))
     _arrow(ax, (xe, 1.1 + _H / 2), (xe, 2.1))
     _arrow(ax, (xe, 3.1), (xe, 4.3 - _H / 2))
-    _note(ax, xe, 4.85, "computed once per source;\nevery decoder layer reads the same M", ha="center")
+    _note(ax, xe, 4.85, "computed once per source;\nevery decoder layer reads the same memory", ha="center")
 
     # decoder: tokens -> embedding -> masked self-attention -> cross-attention -> FFN -> logits
     _tokens(ax, xd, 0.2, target)
@@ -416,9 +416,9 @@ def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
     steps = [(1.1, "embedding + positions  (B, L, D)", _PLAIN, _H),
              (2.05, "masked self-attention\nQ, K, V from the decoder  (B, L, D)",
               ATTENTION_COLOURS["masked self-attention"], 0.62),
-             (3.35, "cross-attention\nQ from the decoder, K, V from M\nweights (B, H, L, S)", cross_colour, 0.84),
+             (3.35, "cross-attention\nQ from the decoder, K, V from the memory\nweights (B, H, L, S)", cross_colour, 0.84),
              (4.6, "feed-forward  D → 4D → D  (B, L, D)", _PLAIN, _H),
-             (6.0, "linear: logits  (B, L, V)", _INPUT, _H)]
+             (6.0, "linear: logits  (B, L, $|\\mathcal{V}|$)", _INPUT, _H)]
     prev_top = 0.42
     for i, (y, label, colour, h) in enumerate(steps):
         _box(ax, xd, y, label, colour, h=h, bold=i == len(steps) - 1)
@@ -439,12 +439,12 @@ def encoder_decoder(source: tuple[str, ...] | list[str] = ("the", "cat", "sat"),
     ax.add_patch(FancyArrowPatch((xe + _W / 2, 4.3), (xd - _W / 2, 3.35), arrowstyle="-|>", mutation_scale=11,
                                  color="#4f772d", linewidth=1.6, connectionstyle="arc3,rad=-0.15",
                                  gid="memory-to-cross"))
-    _note(ax, (xe + xd) / 2 + 0.1, 4.72, "K = M W_K\nV = M W_V", ha="center", colour="#4f772d")
+    _note(ax, (xe + xd) / 2 + 0.1, 4.72, "K = memory · W_K\nV = memory · W_V", ha="center", colour="#4f772d")
 
     ax.text(-0.3, 7.1, "Each sublayer (attention or feed-forward) is wrapped as LayerNorm(x + sublayer(x)):\n"
             "a residual connection adds its input back, a LayerNorm rescales each position.",
             fontsize=7, va="center", color="#333333")
-    ax.text(-0.3, 6.45, "B batch, H heads, L target length,\nS source length, D width, V vocabulary.",
+    ax.text(-0.3, 6.45, "B batch, H heads, L target length,\nS source length, D width, $|\\mathcal{V}|$ vocabulary size.",
             fontsize=7, va="center", color="#333333")
     ax.set_title("Encoder-decoder wiring: cross-attention takes Q from the decoder, K and V from the memory",
                  fontsize=9.5)
