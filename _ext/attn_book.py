@@ -43,6 +43,8 @@ import pathlib
 import re
 import shutil
 
+from docutils import nodes
+
 _CLOSE = re.compile(r"</", flags=re.IGNORECASE)
 
 
@@ -396,20 +398,12 @@ def add_chinese_search(app) -> None:
 FOLD_LABEL = {"en": "Optional: open this section", "zh": "选读：展开本节"}
 
 
-def _docutils():
-    from docutils import nodes
-
-    class folded_section(nodes.General, nodes.Element):
-        """The body of an optional section: rendered as <details> in HTML."""
-
-    return nodes, folded_section
-
-
-_NODES = _docutils()
+class folded_section(nodes.General, nodes.Element):
+    """The body of an optional section: rendered as <details> in HTML (module level: Sphinx pickles
+    the doctrees)."""
 
 
 def fold_optional_sections(app, doctree) -> None:
-    nodes, folded_section = _NODES
     lang = "zh" if str(app.config.language or "en").startswith("zh") else "en"
     for section in list(doctree.findall(nodes.section)):
         if not any(i.endswith("-deeper") for i in section["ids"]) or len(section.children) < 2:
@@ -433,7 +427,7 @@ def depart_folded_section(self, node) -> None:  # noqa: ARG001 (a Sphinx visitor
 
 
 def setup(app):
-    app.add_node(_NODES[1], html=(visit_folded_section, depart_folded_section))
+    app.add_node(folded_section, html=(visit_folded_section, depart_folded_section))
     app.connect("doctree-read", fold_optional_sections)
     app.add_config_value("attn_other_edition", None, "html")
     app.add_config_value("attn_index_link", "continue to the book", "html")  # index.html's link text

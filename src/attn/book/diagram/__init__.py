@@ -15,7 +15,7 @@
 
 A chapter's further figures live in a module of its own, ``attn.book.diagram.<chapter>`` (for
 example ``diagram.transformer_architecture``), loaded on first use as an attribute of this package;
-the drawing primitives they share are in :mod:`attn.book.diagram.draw`.
+the drawing primitives they share are in ``attn.book.diagram.draw``.
 """
 
 from __future__ import annotations
