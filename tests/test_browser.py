@@ -295,7 +295,8 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
             html = (built_site / path).read_text()
             w.goto(path)
             if "application/vnd.jupyter.widget-state+json" in html:
-                w.page.wait_for_selector(".attn-w", timeout=20000)  # the explorers have rendered
+                # the explorers have rendered (attached: one may sit in a folded optional section)
+                w.page.wait_for_selector(".attn-w", timeout=20000, state="attached")
             w.page.wait_for_timeout(300)
             sideways = w.page.evaluate(SIDEWAYS)
             _check_page_at_desktop_width(path, html, w, sizes, sideways, rows)
