@@ -287,12 +287,20 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
     w = PageWatch(browser, site_server, viewport={"width": 1366, "height": 900})
     w.context.new_cdp_session(w.page).send("Network.setCacheDisabled", {"cacheDisabled": True})
     sizes: list[tuple[int, str]] = []
-    w.page.on("requestfinished", lambda r: sizes.append((r.sizes()["responseBodySize"], r.url)))
+    # Each request counts for the page that started it: a late font request of the page before
+    # (MathJax typesets after the load) must not be charged to the next one.
+    started: dict = {}
+    current = {"path": None}
+    w.page.on("request", lambda r: started.__setitem__(r, current["path"]))
+    w.page.on("requestfinished", lambda r: sizes.append((r.sizes()["responseBodySize"], r.url))
+              if started.get(r) == current["path"] else None)
     try:
         for path in pages:
+            w.page.wait_for_load_state("networkidle")  # the page before has finished its requests
             for got in (sizes, w.errors, w.warnings, w.offhost, w.failed):
                 got.clear()
             html = (built_site / path).read_text()
+            current["path"] = path
             w.goto(path)
             if "application/vnd.jupyter.widget-state+json" in html:
                 # the explorers have rendered (attached: one may sit in a folded optional section)
