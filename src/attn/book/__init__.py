@@ -25,16 +25,18 @@ One module per chapter for what only that chapter computes and measures, named a
 :mod:`~attn.book.multi_head_attention`, :mod:`~attn.book.cross_attention`,
 :mod:`~attn.book.causal_attention`, :mod:`~attn.book.positional_encodings`,
 :mod:`~attn.book.transformer_architecture`, :mod:`~attn.book.model_variants`,
-:mod:`~attn.book.efficient_attention`.
+:mod:`~attn.book.efficient_attention`, :mod:`~attn.book.applications`; and :mod:`~attn.book.scaling`
+(small language models trained at several sizes and data budgets, a power law fitted to them).
 """
 
 import importlib
 
 #: Every module of the book's material, loaded on first use.
 MODULES = (
-    "bugs", "causal_attention", "cross_attention", "data", "diagram", "efficient_attention", "examples", "exercises",
-    "model_variants", "multi_head_attention", "notebook", "positional_encodings", "pretraining", "results",
-    "self_attention", "source_listing", "train", "transformer_architecture", "viz", "why_attention", "widgets",
+    "applications", "bugs", "causal_attention", "cross_attention", "data", "diagram", "efficient_attention", "examples",
+    "exercises", "model_variants", "multi_head_attention", "notebook", "positional_encodings", "pretraining",
+    "results", "scaling", "self_attention", "source_listing", "train", "transformer_architecture", "viz",
+    "why_attention", "widgets",
 )
 
 

@@ -1,0 +1,3 @@
+"""What only the applications chapter (``book/applications.ipynb``) computes and measures."""
+
+__all__: list[str] = []
