@@ -76,7 +76,8 @@ def _attention_modules():
     return {
         "SelfAttention": lambda: attn.SelfAttention(8),
         "MultiHeadAttention": lambda: attn.MultiHeadAttention(8, 2),
-        **{f"EfficientSelfAttention({k})": partial(ef.EfficientSelfAttention, 8, 2, k, window=2, rank=4, seq_len=5)
+        **{f"EfficientSelfAttention({k})": partial(ef.EfficientSelfAttention, 8, 2, k, window=2, rank=4, seq_len=5,
+                                                               global_tokens=(0,), stride=2, num_buckets=2, chunk_size=2)
            for k in ef.KINDS},
         "GroupedQueryAttention": lambda: ef.GroupedQueryAttention(8, 4, 2),
     }

@@ -363,6 +363,157 @@ def test_sparse_attention_errors_name_the_argument():
         ef.random_keys(4, num_random=5)
 
 
+# --- strided (Sparse Transformer) and LSH (Reformer) ---------------------------------------------
+
+def _strided_mask(L, window, stride, causal=False):
+    return (masks.sliding_window(L, window=window, is_causal=causal)
+            | masks.dilated(L, window=L, dilation=stride, is_causal=causal))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L,window,stride,block", [(64, 8, 8, None), (37, 3, 6, None), (50, 4, 7, 5),
+                                                    (10, 1, 3, None), (5, 2, 7, None), (30, 40, 4, None)])
+def test_strided_equals_full_attention_under_window_or_stride_mask(causal, L, window, stride, block):
+    q, k, v = qkv(2, 3, L, 8, dtype=torch.float64)
+    out = ef.strided_attention(q, k, v, window=window, stride=stride, is_causal=causal, block_size=block)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=_strided_mask(L, window, stride, causal))
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+
+
+def test_strided_gradients_equal_masked_sdpa():
+    a = qkv(1, 2, 40, 8, dtype=torch.float64, requires_grad=True)
+    b = [t.detach().clone().requires_grad_() for t in a]
+    ef.strided_attention(*a, window=4, stride=6).square().sum().backward()
+    F.scaled_dot_product_attention(*b, attn_mask=_strided_mask(40, 4, 6)).square().sum().backward()
+    for x, y in zip(a, b, strict=True):
+        torch.testing.assert_close(x.grad, y.grad, atol=1e-10, rtol=1e-10)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L,window,stride", [(64, 8, 8), (37, 3, 6), (10, 1, 3), (1024, 32, 32)])
+def test_strided_computes_exactly_the_counted_scores(causal, L, window, stride):
+    E, Ev = 8, 4
+    q, k, _ = qkv(1, 2, L, E)
+    v = torch.randn(1, 2, L, Ev)
+    with torch.no_grad():
+        flops = attn.measure.flops(ef.strided_attention, q, k, v, window=window, stride=stride, is_causal=causal)
+    scores = ef.strided_score_count(L, window=window, stride=stride, is_causal=causal)
+    assert flops == 2 * 2 * (E + Ev) * scores  # 2 heads; q·k and p·v, a multiply-add counts two
+
+
+def test_strided_cost_grows_as_n_to_the_one_and_a_half():
+    counts = [ef.strided_score_count(n, window=int(n**0.5), stride=int(n**0.5)) for n in (1024, 4096, 16384)]
+    assert counts == [n * (4 * int(n**0.5) - 2) for n in (1024, 4096, 16384)]  # about 4 L sqrt(L)
+    assert ef.strided_score_count(1024, window=32, stride=32, is_causal=True) == 1024 * (3 * 32 - 1)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_strided_pattern_reaches_every_key_in_two_steps_when_the_window_is_at_least_the_stride(causal):
+    L = 50
+    want = masks.causal(L) if causal else torch.ones(L, L, dtype=torch.bool)
+    for window, stride in [(4, 4), (7, 7), (9, 7)]:
+        keep = _strided_mask(L, window, stride, causal).double()
+        assert torch.equal((keep @ keep) > 0, want), (window, stride)
+    keep = _strided_mask(L, 3, 5, causal).double()  # a window shorter than the stride leaves gaps
+    assert not torch.equal((keep @ keep) > 0, want)
+
+
+def _lsh_reference(qk, v, num_buckets, chunk, rounds, causal, seed=0):
+    """Full attention (SDPA) under the pairs some round puts in one bucket and in the same or
+    previous chunk after sorting; a query's own key only when it has none. Written with loops."""
+    L, E = qk.shape[-2:]
+    x, vv = qk.reshape(-1, L, E), v.reshape(-1, L, v.shape[-1])
+    rot = ef.random_rotations(E, num_buckets=num_buckets, num_hashes=rounds, seed=seed)
+    buckets = ef.lsh_buckets(x, rot)
+    outs = []
+    for n in range(x.shape[0]):
+        keep = torch.zeros(L, L, dtype=torch.bool)
+        for r in range(rounds):
+            b = buckets[n, r].tolist()
+            order = sorted(range(L), key=lambda p, b=b: (b[p], p))
+            chunk_of = {p: i // chunk for i, p in enumerate(order)}
+            for i in range(L):
+                for j in range(L):
+                    keep[i, j] |= b[i] == b[j] and chunk_of[i] - chunk_of[j] in (0, 1)
+        if causal:
+            keep &= masks.causal(L)
+        keep &= ~torch.eye(L, dtype=torch.bool)
+        alone = ~keep.any(-1)
+        keep[alone, alone.nonzero().flatten()] = True
+        outs.append(F.scaled_dot_product_attention(x[n], F.normalize(x[n], dim=-1), vv[n], attn_mask=keep))
+    return torch.stack(outs).reshape(*qk.shape[:-1], v.shape[-1])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("L,buckets,chunk,rounds", [(24, 4, 6, 2), (30, 8, 4, 3), (13, 2, 5, 1), (16, 1, 4, 2),
+                                                     (7, 2, 10, 4)])
+def test_lsh_equals_full_attention_under_the_union_of_its_rounds(causal, L, buckets, chunk, rounds):
+    qk, v, _ = qkv(2, 2, L, 8, dtype=torch.float64)
+    out = ef.lsh_attention(qk, v, num_buckets=buckets, chunk_size=chunk, num_hashes=rounds, is_causal=causal)
+    ref = _lsh_reference(qk, v, buckets, min(chunk, L), rounds, causal)
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+
+
+def test_lsh_with_one_bucket_and_one_chunk_is_full_attention_without_the_diagonal():
+    qk, v, _ = qkv(2, 3, 20, 8, dtype=torch.float64)
+    out = ef.lsh_attention(qk, v, num_buckets=1, chunk_size=20)
+    keys = F.normalize(qk, dim=-1)
+    ref = F.scaled_dot_product_attention(qk, keys, v, attn_mask=~torch.eye(20, dtype=torch.bool))
+    torch.testing.assert_close(out, ref, atol=1e-10, rtol=1e-10)
+
+
+def test_lsh_buckets_are_the_argmax_over_rotations_and_their_negatives():
+    x = torch.randn(3, 10, 8)
+    rot = ef.random_rotations(8, num_buckets=6, num_hashes=2, seed=3)
+    b = ef.lsh_buckets(x, rot)
+    for r in range(2):
+        proj = x @ rot[r]  # (3, 10, 3)
+        assert torch.equal(b[:, r], torch.cat([proj, -proj], -1).argmax(-1))
+    assert b.min() >= 0 and b.max() < 6
+    assert torch.equal(rot, ef.random_rotations(8, num_buckets=6, num_hashes=2, seed=3))  # the seed fixes them
+
+
+@pytest.mark.parametrize("L,buckets,chunk,rounds", [(24, 4, 6, 2), (30, 8, 4, 3), (100, 1, 16, 1)])
+def test_lsh_computes_exactly_the_counted_scores_plus_the_hashing(L, buckets, chunk, rounds):
+    E, Ev = 8, 4
+    qk, v = torch.randn(1, 2, L, E), torch.randn(1, 2, L, Ev)
+    with torch.no_grad():
+        flops = attn.measure.flops(ef.lsh_attention, qk, v, num_buckets=buckets, chunk_size=chunk,
+                                   num_hashes=rounds)
+    hashing = 2 * 2 * L * E * (buckets // 2) * rounds
+    assert flops == 2 * 2 * (E + Ev) * ef.lsh_score_count(L, chunk_size=chunk, num_hashes=rounds) + hashing
+    assert ef.lsh_score_count(1024, chunk_size=64, num_hashes=2) == 2 * 1024 * 128  # linear in L
+
+
+def test_lsh_is_causal_and_has_finite_gradients():
+    qk, v, _ = qkv(1, 2, 30, 8, requires_grad=True)
+    out = ef.lsh_attention(qk, v, num_buckets=4, chunk_size=4, num_hashes=2, is_causal=True)
+    out.square().sum().backward()
+    assert torch.isfinite(qk.grad).all() and torch.isfinite(v.grad).all()
+    qk2, v2 = qk.detach().clone(), v.detach().clone()
+    qk2[..., 20:, :], v2[..., 20:, :] = torch.randn(1, 2, 10, 8), torch.randn(1, 2, 10, 8)
+    out2 = ef.lsh_attention(qk2, v2, num_buckets=4, chunk_size=4, num_hashes=2, is_causal=True)
+    # the future changes the buckets and the sort, but no past query may attend to it
+    ref = _lsh_reference(qk2.double(), v2.double(), 4, 4, 2, True)
+    torch.testing.assert_close(out2.double(), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_strided_and_lsh_errors_name_the_argument():
+    q, k, v = qkv(1, 1, 16, 4)
+    with pytest.raises(ValueError, match="stride"):
+        ef.strided_attention(q, k, v, window=2, stride=0)
+    with pytest.raises(ValueError, match="self-attention"):
+        ef.strided_attention(q, k[..., :8, :], v[..., :8, :], window=2, stride=3)
+    with pytest.raises(ValueError, match="num_buckets"):
+        ef.lsh_attention(q, v, num_buckets=3, chunk_size=4)
+    with pytest.raises(ValueError, match="chunk_size"):
+        ef.lsh_attention(q, v, num_buckets=2, chunk_size=0)
+    with pytest.raises(ValueError, match=r"rotations must be \(num_hashes, E, num_buckets // 2\) = \(1, 4, 1\)"):
+        ef.lsh_attention(q, v, num_buckets=2, chunk_size=4, rotations=torch.randn(1, 4, 2))
+    with pytest.raises(ValueError, match="qk and v"):
+        ef.lsh_attention(q, v[..., :8, :], num_buckets=2, chunk_size=4)
+
+
 # --- linear attention and Linformer --------------------------------------------------------------
 
 def _kernel_attention_quadratic(q, k, v, causal):
@@ -727,3 +878,37 @@ def test_meta_flops_equals_a_real_count_and_grows_as_n_squared_for_full_attentio
         real = attn.measure.flops(attn.functional.explicit_attention, q, k, v)
     assert book.efficient_attention.meta_flops(attn.functional.explicit_attention, 64) == real == 2 * 2 * 4 * 64 * 64 * 32
     assert book.efficient_attention.meta_flops(ef.linear_attention, 128) < book.efficient_attention.meta_flops(attn.functional.explicit_attention, 128)
+
+
+# --- benchmarks/efficient_quality.py: the stored table and a tiny run ------------------------------
+
+def _quality_benchmark(root):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("efficient_quality", root / "benchmarks" / "efficient_quality.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_stored_quality_table_has_every_kind_with_three_seeds_and_its_metadata(root):
+    bench = _quality_benchmark(root)
+    rows = book.results.measured("efficient_quality")
+    assert {r["attention"] for r in rows} == set(bench.KINDS)
+    for name in bench.KINDS:
+        assert sorted(int(r["seed"]) for r in rows if r["attention"] == name) == [0, 1, 2]
+    assert all(0 <= float(r[key]) <= 1 for r in rows for key in ("local", "long_range"))
+    assert all(int(r["steps"]) == 400 and float(r["cpu_s"]) > 0 and r["torch"] for r in rows)
+
+
+def test_quality_benchmark_runs_a_tiny_sweep(root, tmp_path):
+    bench = _quality_benchmark(root)
+    kinds = ["LSH (4 buckets, chunks of 4, 2 rounds)"]
+    rows = bench.main(["--steps", "2", "--seeds", "0", "--threads", "1", "--kinds", *kinds,
+                       "--out", str(tmp_path / "q.csv")])
+    assert [r["attention"] for r in rows] == kinds
+    import csv
+
+    with open(tmp_path / "q.csv", newline="") as f:
+        stored = list(csv.DictReader(f))
+    assert [r["attention"] for r in stored] == kinds and all(r["steps"] == "2" for r in stored)

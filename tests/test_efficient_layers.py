@@ -95,3 +95,50 @@ def test_grouped_query_weights_are_those_of_multi_head_attention_with_the_shared
     r_out, r_w = mha(x, is_causal=True, need_weights=True, average_weights=False)
     assert_close(w, r_w, atol=1e-6, rtol=1e-5)
     assert_close(out, r_out, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind,kwargs", [("longformer", {"window": 2, "global_tokens": (0,)}),
+                                         ("strided", {"window": 2, "stride": 3}),
+                                         ("lsh", {"num_buckets": 2, "chunk_size": 4})])
+def test_sparse_kinds_run_and_refuse_need_weights_by_name(kind, kwargs):
+    m = ef.EfficientSelfAttention(16, 2, kind, **kwargs)
+    out, w = m(torch.randn(1, 7, 16))
+    assert out.shape == (1, 7, 16) and w is None
+    with pytest.raises(ValueError, match=rf"kind={kind!r}\) computes no attention weights"):
+        m(torch.randn(1, 7, 16), need_weights=True)
+    assert all(f"{name}=" in repr(m) for name in kwargs)
+
+
+@pytest.mark.parametrize("kind,kwargs", [("longformer", {"window": 12, "global_tokens": (0, 3)}),
+                                         ("strided", {"window": 2, "stride": 1})])
+def test_sparse_kinds_that_cover_every_pair_give_the_model_its_original_output(kind, kwargs):
+    model = _model(2)
+    tokens = torch.randint(0, 20, (2, 12))
+    expected = model(tokens)
+    ef.swap_attention(model, kind, **kwargs)
+    assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
+
+
+def test_lsh_kind_shares_queries_and_keys_and_draws_fresh_rotations_only_in_training():
+    torch.manual_seed(0)
+    m = ef.EfficientSelfAttention(16, 2, "lsh", num_buckets=4, chunk_size=3, num_hashes=2).eval()
+    x = torch.randn(2, 12, 16)
+    q, _, v = (t.view(2, 12, 2, 8).transpose(1, 2) for t in m.in_proj(x).chunk(3, dim=-1))
+    z = ef.lsh_attention(q, v, num_buckets=4, chunk_size=3, num_hashes=2)  # rotations of seed 0
+    assert_close(m(x)[0], m.out_proj(z.transpose(1, 2).reshape(2, 12, 16)))
+    m.train()
+    assert not torch.equal(m(x)[0], m(x)[0])  # a new hash at every training step, as Reformer's
+
+
+@pytest.mark.parametrize("kind,kwargs,missing", [("longformer", {"window": 2}, "global_tokens="),
+                                                 ("strided", {"window": 2}, "stride="),
+                                                 ("lsh", {"chunk_size": 2}, "num_buckets=")])
+def test_sparse_kinds_name_a_missing_argument(kind, kwargs, missing):
+    with pytest.raises(ValueError, match=f"kind={kind!r} needs {missing}"):
+        ef.EfficientSelfAttention(16, 2, kind, **kwargs)
+
+
+def test_longformer_kind_refuses_causal_masking():
+    m = ef.EfficientSelfAttention(16, 2, "longformer", window=2, global_tokens=(0,))
+    with pytest.raises(ValueError, match="cannot be causal"):
+        m(torch.randn(1, 7, 16), is_causal=True)

@@ -112,7 +112,7 @@ def test_import_attn_loads_no_module_of_the_book():
     assert [m for m in loaded if m.startswith("attn.book")] == [], loaded
     # what it does load: the library's layers, not the views, the measuring tools or the checks
     assert set(loaded) == {"attn", "attn._checks", "attn._moved", "attn._versions", "attn.attention", "attn.blocks",
-                           "attn.efficient", "attn.efficient.layers", "attn.efficient.linear", "attn.efficient.memory",
+                           "attn.efficient", "attn.efficient.hashing", "attn.efficient.layers", "attn.efficient.linear", "attn.efficient.memory",
                            "attn.efficient.recurrence", "attn.efficient.sparse", "attn.efficient.tiled",
                            "attn.functional", "attn.generation", "attn.masks", "attn.models", "attn.positional",
                            "attn.variants"}, loaded

@@ -2,8 +2,9 @@
 
 - ``~attn.efficient.tiled``: exact attention in tiles with the online softmax (FlashAttention's
   algorithm in PyTorch): ``O(L)`` memory, same result.
-- ``~attn.efficient.sparse``: sliding-window attention computed in bands (``O(L·w)``), and the
-  Longformer and BigBird patterns on top of it.
+- ``~attn.efficient.sparse``: sliding-window attention computed in bands (``O(L·w)``), the
+  Longformer and BigBird patterns on top of it, and Sparse Transformer's strided pattern.
+- ``~attn.efficient.hashing``: Reformer's LSH attention (hash, sort, attend inside chunks).
 - ``~attn.efficient.linear``: kernel (linear) attention, parallel and recurrent; Linformer.
 - ``~attn.efficient.memory``: grouped-query / multi-query attention, gradient checkpointing.
 - ``~attn.efficient.recurrence``: Transformer-XL-style segment recurrence with relative positions.
@@ -14,6 +15,7 @@ Shapes follow the package legend (``B, H, L, S, E``); masks are ``True`` = may a
 """
 
 from attn import _moved
+from attn.efficient.hashing import lsh_attention, lsh_buckets, lsh_score_count, random_rotations
 from attn.efficient.layers import KINDS, EfficientSelfAttention, swap_attention
 from attn.efficient.linear import (
     LinformerProjection,
@@ -34,6 +36,8 @@ from attn.efficient.sparse import (
     bigbird_attention,
     longformer_attention,
     random_keys,
+    strided_attention,
+    strided_score_count,
 )
 from attn.efficient.tiled import online_softmax_steps, online_softmax_update, tiled_attention
 
@@ -52,10 +56,16 @@ __all__ = [
     "linear_attention_recurrent",
     "linformer_attention",
     "longformer_attention",
+    "lsh_attention",
+    "lsh_buckets",
+    "lsh_score_count",
     "online_softmax_steps",
     "online_softmax_update",
     "random_keys",
+    "random_rotations",
     "saved_activation_bytes",
+    "strided_attention",
+    "strided_score_count",
     "swap_attention",
     "tiled_attention",
 ]

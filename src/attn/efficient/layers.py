@@ -1,6 +1,6 @@
 """One self-attention layer, many ways to attend: the same projections and heads, with the
-attention step itself swapped (full, tiled, sliding window, linear, Linformer), so a model can be
-trained with each and compared like for like."""
+attention step itself swapped (full, tiled, sliding window, Longformer, strided, LSH, linear,
+Linformer), so a model can be trained with each and compared like for like."""
 
 from __future__ import annotations
 
@@ -10,15 +10,18 @@ from torch import nn
 
 from attn import _checks
 from attn.attention import MultiHeadAttention
+from attn.efficient.hashing import lsh_attention, random_rotations
 from attn.efficient.linear import LinformerProjection, linear_attention
-from attn.efficient.sparse import banded_attention
+from attn.efficient.sparse import banded_attention, longformer_attention, strided_attention
 from attn.efficient.tiled import tiled_attention
 from attn.functional import scaled_dot_product_attention
 
 __all__ = ["KINDS", "EfficientSelfAttention", "swap_attention"]
 
 #: The attention steps :class:`EfficientSelfAttention` can use.
-KINDS = ("full", "tiled", "window", "linear", "linformer")
+KINDS = ("full", "tiled", "window", "longformer", "strided", "lsh", "linear", "linformer")
+_NEEDS = {"window": ("window",), "longformer": ("window", "global_tokens"), "strided": ("window", "stride"),
+          "lsh": ("num_buckets", "chunk_size"), "linformer": ("rank", "seq_len")}
 
 
 class EfficientSelfAttention(nn.Module):
@@ -27,22 +30,33 @@ class EfficientSelfAttention(nn.Module):
     Args:
         d_model, num_heads: as :class:`attn.MultiHeadAttention` (same ``in_proj``/``out_proj`` layout).
         kind: one of :data:`KINDS`.
-        window: reach of the sliding window (``kind="window"``).
+        window: reach of the sliding window (``"window"``, ``"longformer"``, ``"strided"``).
+        global_tokens: Longformer's global positions. stride: the strided pattern's step.
+        num_buckets, chunk_size, num_hashes: LSH attention's (:func:`attn.efficient.lsh_attention`);
+            it shares queries and keys, so the key projection goes unused. Training draws fresh
+            rotations at every call, as Reformer does; evaluation uses the fixed ``seed=0`` ones.
         rank, seq_len: Linformer's projected length ``r`` and the sequence length it is built for.
         bias: biases on the projections.
     """
 
     def __init__(self, d_model: int, num_heads: int, kind: str = "full", *, window: int | None = None,
+                 global_tokens: tuple[int, ...] | None = None, stride: int | None = None,
+                 num_buckets: int | None = None, chunk_size: int | None = None, num_hashes: int = 1,
                  rank: int | None = None, seq_len: int | None = None, bias: bool = True):
         super().__init__()
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
         _checks.heads(d_model, num_heads)
-        if kind == "window" and window is None:
-            raise ValueError("kind='window' needs window=")
-        if kind == "linformer" and (rank is None or seq_len is None):
-            raise ValueError("kind='linformer' needs rank= and seq_len=")
+        given = {"window": window, "global_tokens": global_tokens, "stride": stride, "num_buckets": num_buckets,
+                 "chunk_size": chunk_size, "rank": rank, "seq_len": seq_len}
+        missing = [name for name in _NEEDS.get(kind, ()) if given[name] is None]
+        if missing:
+            raise ValueError(f"kind={kind!r} needs " + " and ".join(f"{name}=" for name in missing))
         self.kind, self.window, self.num_heads, self.d_model = kind, window, num_heads, d_model
+        self.global_tokens, self.stride = global_tokens, stride
+        self.num_buckets, self.chunk_size, self.num_hashes = num_buckets, chunk_size, num_hashes
+        if kind == "lsh":
+            random_rotations(d_model // num_heads, num_buckets=num_buckets, num_hashes=num_hashes)  # checks them
         self.in_proj = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.linformer = LinformerProjection(seq_len, rank) if kind == "linformer" else None
@@ -55,6 +69,18 @@ class EfficientSelfAttention(nn.Module):
             return tiled_attention(q, k, v, is_causal=is_causal)
         if self.kind == "window":
             return banded_attention(q, k, v, window=self.window, is_causal=is_causal)
+        if self.kind == "strided":
+            return strided_attention(q, k, v, window=self.window, stride=self.stride, is_causal=is_causal)
+        if self.kind == "lsh":  # shared QK: the queries hash and serve as keys
+            rotations = None
+            if self.training:  # fresh random rotations at every step
+                rotations = torch.randn(self.num_hashes, q.shape[-1], self.num_buckets // 2, device=q.device)
+            return lsh_attention(q, v, num_buckets=self.num_buckets, chunk_size=self.chunk_size,
+                                 num_hashes=self.num_hashes, rotations=rotations, is_causal=is_causal)
+        if self.kind == "longformer":
+            if is_causal:
+                raise ValueError("Longformer's global tokens see the whole sequence: it cannot be causal here")
+            return longformer_attention(q, k, v, window=self.window, global_tokens=self.global_tokens)
         if self.kind == "linear":
             return linear_attention(q, k, v, is_causal=is_causal)
         if is_causal:
@@ -91,7 +117,8 @@ class EfficientSelfAttention(nn.Module):
         return self.out_proj(z.transpose(1, 2).reshape(B, L, D)), w  # (B, L, D)
 
     def extra_repr(self) -> str:
-        extra = f", window={self.window}" if self.kind == "window" else ""
+        extra = "".join(f", {name}={getattr(self, name)}" for name in _NEEDS.get(self.kind, ())
+                        if name in ("window", "global_tokens", "stride", "num_buckets", "chunk_size"))
         return f"d_model={self.d_model}, num_heads={self.num_heads}, kind={self.kind!r}{extra}"
 
 

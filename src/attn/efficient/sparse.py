@@ -1,5 +1,6 @@
-r"""Sparse attention that really skips the work: a sliding window computed in bands, and the
-Longformer (window + global tokens) and BigBird (window + global + random keys) patterns on top.
+r"""Sparse attention that really skips the work: a sliding window computed in bands, the
+Longformer (window + global tokens) and BigBird (window + global + random keys) patterns on top,
+and Sparse Transformer's strided pattern (window + every ``stride``-th key, ``O(L·sqrt(L))``).
 
 :func:`attn.masks.sliding_window` *describes* the pattern as an ``(L, S)`` mask, but attention
 under that mask still computes all ``L·S`` scores. Here queries are cut into blocks of ``c``
@@ -22,7 +23,8 @@ import torch.nn.functional as F
 
 from attn import _checks, masks
 
-__all__ = ["banded_attention", "bigbird_attention", "longformer_attention", "random_keys"]
+__all__ = ["banded_attention", "bigbird_attention", "longformer_attention", "random_keys", "strided_attention",
+           "strided_score_count"]
 
 
 def _self_shapes(q, k, v) -> int:
@@ -176,3 +178,71 @@ def bigbird_attention(q, k, v, *, window: int, global_tokens: Sequence[int] = (0
     w_g = masks.masked_softmax(qf[:, g] @ kf.transpose(1, 2))  # (N, G, L)
     out = out.index_copy(1, g, w_g @ vf)
     return out.reshape(*q.shape[:-1], Ev)
+
+
+def strided_attention(q, k, v, *, window: int, stride: int, is_causal: bool = False,
+                      block_size: int | None = None, scale: float | None = None) -> torch.Tensor:
+    """Sparse Transformer's strided pattern: a sliding window plus every ``stride``-th key.
+
+    Query ``i`` sees key ``j`` when ``|i - j| < window`` or ``i - j`` is a multiple of ``stride``
+    (with ``is_causal``, only ``j <= i``): full attention under
+    ``masks.sliding_window(L, window=window) | masks.dilated(L, window=L, dilation=stride)``.
+    With ``window >= stride`` every key is two steps from every query (through the window into
+    the key's residue class, then along the stride), and with ``stride ≈ window ≈ sqrt(L)`` each
+    query scores about ``3·sqrt(L)`` keys: ``O(L·sqrt(L))`` (:func:`strided_score_count`).
+
+    The window is computed in bands (:func:`banded_attention`); the strided keys by splitting the
+    positions into ``stride`` residue classes and attending densely inside each class (``stride``
+    blocks of ``(L/stride)²`` scores). A key reached both ways is scored in the band only; one
+    softmax runs over the two groups.
+
+    Args:
+        q, k, v, window, is_causal, block_size, scale: as :func:`banded_attention`.
+        stride: the step of the strided keys.
+
+    Returns:
+        ``(..., L, Ev)``.
+    """
+    L = _self_shapes(q, k, v)
+    _checks.positive_int("window", window)
+    _checks.positive_int("stride", stride)
+    block = _checks.positive_int("block_size", window if block_size is None else block_size)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    E, Ev = q.shape[-1], v.shape[-1]
+    s_band, vs, keep, _ = _band_scores(q, k, v, window, is_causal, block, scale)
+    N, nb, c, W = s_band.shape
+    s_band = s_band.masked_fill(~keep, float("-inf")).view(N, nb * c, W)[:, :L]  # (N, L, W)
+    m = -(-L // stride)  # positions per residue class
+    pad = m * stride - L
+    # position a·stride + r -> class r, row a
+    qc, kc = (F.pad(t.reshape(N, L, E), (0, 0, 0, pad)).view(N, m, stride, E).transpose(1, 2) for t in (q * scale, k))
+    vc = F.pad(v.reshape(N, L, Ev), (0, 0, 0, pad)).view(N, m, stride, Ev).transpose(1, 2)  # (N, stride, m, Ev)
+    s_str = qc @ kc.transpose(-1, -2)  # (N, stride, m, m)
+    rows = torch.arange(m, device=q.device)
+    d = masks.distances_between(rows * stride, rows * stride)  # (m, m) query minus key, within a class
+    key_pos = rows.view(1, m) * stride + torch.arange(stride, device=q.device).view(stride, 1)  # (stride, m)
+    keep_str = (d.abs() >= window) & (key_pos < L).unsqueeze(1)  # (stride, m, m) not in the band, real
+    if is_causal:
+        keep_str &= d > 0
+    s_str = s_str.masked_fill(~keep_str, float("-inf")).transpose(1, 2).reshape(N, m * stride, m)[:, :L]  # (N, L, m)
+    p = masks.masked_softmax(torch.cat([s_band, s_str], dim=-1))  # (N, L, W + m)
+    out = F.pad(p[..., :W], (0, 0, 0, nb * c - L)).view(N, nb, c, W) @ vs  # (N, nb, c, Ev)
+    p_str = F.pad(p[..., W:], (0, 0, 0, pad)).view(N, m, stride, m).transpose(1, 2)  # (N, stride, m, m)
+    out_str = (p_str @ vc).transpose(1, 2).reshape(N, m * stride, Ev)  # (N, L + pad, Ev)
+    out = out.flatten(1, 2)[:, :L] + out_str[:, :L]
+    return out.reshape(*q.shape[:-1], Ev)
+
+
+def strided_score_count(L: int, *, window: int, stride: int, is_causal: bool = False,
+                        block_size: int | None = None) -> int:
+    """Query-key scores :func:`strided_attention` computes for one sequence and head, padding
+    included: the band's ``ceil(L/c)·c·(c + 2(window - 1))`` (``c + window - 1`` causal), plus
+    ``stride·ceil(L/stride)²`` inside the residue classes. With ``stride = window = c ≈ sqrt(L)``
+    that is about ``4·L·sqrt(L)`` (``3·L·sqrt(L)`` causal); full attention scores ``L²``.
+    """
+    _checks.positive_int("L", L)
+    _checks.positive_int("window", window)
+    _checks.positive_int("stride", stride)
+    c = min(_checks.positive_int("block_size", window if block_size is None else block_size), L)
+    band = -(-L // c) * c * (c + window - 1 + (0 if is_causal else window - 1))
+    return band + stride * (-(-L // stride)) ** 2
