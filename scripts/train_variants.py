@@ -1,6 +1,6 @@
 """Train the model-variants chapter's text models and store their checkpoints.
 
-    PYTHONPATH=src python -m scripts.train_variants [bert gpt t5]
+    PYTHONPATH=src python -m scripts.train_variants [bert gpt t5 bart t5_spans]
 
 Each recipe (``attn.book.pretraining.RECIPES``) is trained from seed 0 on the CPU with one thread, then
 stored as a float16 state dict (``src/attn/book/checkpoints/<name>.pt``) next to its training log

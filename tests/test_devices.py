@@ -57,6 +57,12 @@ def _gqa_cached(d, t):
     return gqa(rnd(d, t, 2, 1, 8), is_causal=True, cache=cache, need_weights=True)
 
 
+def _efficient(kind):
+    return lambda d, t: build(d, t, lambda: ef.EfficientSelfAttention(
+        8, 2, kind, window=2, rank=3, seq_len=6, global_tokens=(0,), stride=2, num_buckets=2, chunk_size=2))(
+        rnd(d, t, 2, 6, 8), is_causal=kind not in ("linformer", "longformer"))[0]
+
+
 def _positional_in_attention(make):
     return lambda d, t: build(d, t, lambda: attn.MultiHeadAttention(8, 2, positional=make()))(
         rnd(d, t, 2, 5, 8), is_causal=True, need_weights=True)
@@ -138,9 +144,11 @@ CASES = {
         checkpoint_layers=False, is_causal=True),
     "SegmentRecurrentLM": lambda d, t: build(d, t, lambda: ef.SegmentRecurrentLM(16, 8, 2))(
         tokens(d, 2, 4), [rnd(d, t, 2, 3, 8)]),
-    **{f"EfficientSelfAttention({k})": (lambda kind: lambda d, t: build(d, t, lambda: ef.EfficientSelfAttention(
-        8, 2, kind, window=2, rank=3, seq_len=6))(rnd(d, t, 2, 6, 8), is_causal=kind != "linformer")[0])(k)
-       for k in ef.KINDS},
+    **{f"EfficientSelfAttention({k})": _efficient(k) for k in ef.KINDS if k != "longformer"},
+    "strided_attention": lambda d, t: ef.strided_attention(*qkv(d, t, L=7, S=7), window=1, stride=3, is_causal=True),
+    "lsh_attention": lambda d, t: ef.lsh_attention(*qkv(d, t)[::2], num_buckets=4, chunk_size=2, num_hashes=2,
+                                                   is_causal=True),
+    "lsh_buckets": lambda d, t: ef.lsh_buckets(rnd(d, t, 2, 6, 8), ef.random_rotations(8, num_buckets=4).to(d, t)),
 }
 
 #: cases that read tensor values in Python: float64 on the CPU only
@@ -149,6 +157,9 @@ NOT_ON_META = {
         *qkv(d, t, L=5, S=7), mask=masks.causal(5, 7, device=d), block_size=2), "skips tiles a bool mask blocks (.any())"),
     "longformer_attention": (lambda d, t: ef.longformer_attention(*qkv(d, t, L=7, S=7), window=2),
                              "checks its global token indices (.any())"),
+    "EfficientSelfAttention(longformer)": (_efficient("longformer"), "checks its global token indices (.any())"),
+    "BART": (lambda d, t: build(d, t, lambda: V.BART(16, 8, 2, 1, max_len=8))(tokens(d, 2, 5), tokens(d, 2, 3)),
+             "checks token ids"),
     "bigbird_attention": (lambda d, t: ef.bigbird_attention(
         *qkv(d, t, L=7, S=7), window=2, random=ef.random_keys(7, num_random=2).to(d)), "checks its random keys (.any())"),
     "TokenModel": (lambda d, t: build(d, t, lambda: attn.models.TokenModel(16, 8, 2, 1, max_len=8, is_causal=True))(
@@ -171,11 +182,12 @@ NOT_TENSOR_CODE = {
     # tables and helpers computed once on the CPU, then registered as buffers that follow .to()
     "positional.sinusoidal_table", "positional.t5_bucket", "positional.alibi_slopes", "positional.ENCODINGS",
     "attention.record_attention",  # a context manager that records weights (covered by the modules it wraps)
-    "efficient.random_keys",  # seeded CPU data, documented as such
+    "efficient.random_keys", "efficient.random_rotations",  # seeded CPU data, documented as such
+    "efficient.strided_score_count", "efficient.lsh_score_count",  # counts (Python ints) from sizes
     "efficient.KINDS", "efficient.kv_cache_bytes",
     "efficient.saved_activation_bytes", "efficient.swap_attention",  # bookkeeping around other calls
     "efficient.online_softmax_steps",  # a float64 step-by-step view for a figure (yields Python floats)
-    "variants.comparison",  # the four description cards as rows
+    "variants.comparison",  # the five description cards as rows
     "blocks.ACTIVATIONS", "blocks.activation_function",  # a table of functions and its lookup (the layers run them)
 }
 

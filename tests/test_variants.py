@@ -1,4 +1,4 @@
-"""attn.variants against Hugging Face transformers: BERT, GPT-2, T5 and ViT built from small random
+"""attn.variants against Hugging Face transformers: BERT, GPT-2, T5, BART and ViT built from small random
 configurations (offline, no download) and compared in float32, eval mode, to 1e-5."""
 
 import os
@@ -12,7 +12,7 @@ import torch
 import attn
 from attn import variants
 from attn.book import model_variants
-from attn.variants import BERT, GPT, T5, ViT
+from attn.variants import BART, BERT, GPT, T5, ViT
 
 
 class _Transformers:
@@ -195,6 +195,90 @@ def test_t5_layers_share_one_relative_position_bias_per_stack():
     assert ours.enc_bias is not ours.dec_bias and ours.enc_bias.bidirectional and not ours.dec_bias.bidirectional
 
 
+# --- BART ---------------------------------------------------------------------------------------
+
+
+def bart_config(**kw):
+    base = dict(vocab_size=V, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                decoder_attention_heads=4, encoder_ffn_dim=48, decoder_ffn_dim=48, max_position_embeddings=40,
+                dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, init_std=0.5,
+                forced_eos_token_id=None)  # greedy decoding as attn's: no forced last token
+    return transformers.BartConfig(**{**base, **kw})
+
+
+def _bart(**kw):
+    """A random BART whose output bias is not zero and whose decoder positions matter."""
+    hf = _seeded(transformers.BartForConditionalGeneration, bart_config(**kw))
+    with torch.no_grad():
+        hf.final_logits_bias.normal_(generator=torch.Generator().manual_seed(1))
+        hf.model.decoder.embed_positions.weight.mul_(10)
+    return hf
+
+
+def _bart_source(lengths, L, generator):
+    src, real = _padded_batch(lengths, L, generator)
+    return src.masked_fill(~real, 1), real  # BART pads with id 1
+
+
+def test_bart_logits_match_hugging_face_with_source_padding():
+    hf = _bart(decoder_layers=3)
+    ours = BART.from_hf(hf)
+    g = torch.Generator().manual_seed(6)
+    src, real = _bart_source([9, 4], 9, g)
+    tgt = torch.randint(3, V, (2, 7), generator=g)
+    tgt[:, 0] = 2  # BART's decoder starts from </s>
+    want = hf(input_ids=src, attention_mask=real.long(), decoder_input_ids=tgt).logits
+    torch.testing.assert_close(ours(src, tgt, real), want, **TOL)
+    torch.testing.assert_close(ours.encode(src, real)[real],
+                               hf.model.encoder(input_ids=src, attention_mask=real.long()).last_hidden_state[real],
+                               **TOL)
+
+
+def test_bart_position_tables_drop_the_two_offset_rows_of_hugging_face():
+    hf = _bart()
+    ours = BART.from_hf(hf)
+    for mine, theirs in ((ours.enc_pos, hf.model.encoder.embed_positions),
+                         (ours.dec_pos, hf.model.decoder.embed_positions)):
+        assert theirs.weight.shape[0] == mine.max_len + 2
+        assert torch.equal(mine.embedding.weight, theirs.weight[2:])  # position p: HF's row p + 2
+
+
+def test_bart_cached_decoding_matches_uncached_and_hugging_face_generate():
+    hf = _bart()
+    ours = BART.from_hf(hf)
+    g = torch.Generator().manual_seed(7)
+    src, real = _bart_source([8, 5], 8, g)
+    tgt = torch.randint(3, V, (2, 6), generator=g)
+    memory = ours.encode(src, real)
+    full = ours.decode(tgt, memory, real)
+    caches = ours.new_caches()
+    steps = [ours.decode(tgt[:, t : t + 1], memory, real, caches=caches) for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, **TOL)  # positions continue after the cache
+    cached = ours.generate(src, 10, src_key_mask=real)
+    assert cached[:, 0].eq(2).all() and len(set(cached[0, 1:].tolist())) > 1
+    assert torch.equal(cached, ours.generate(src, 10, src_key_mask=real, use_cache=False))
+    want = hf.generate(src, attention_mask=real.long(), max_new_tokens=10, do_sample=False)
+    assert torch.equal(cached, want)
+
+
+def test_bart_round_trip_through_save_pretrained_and_from_pretrained(tmp_path):
+    _bart().save_pretrained(tmp_path)
+    hf = transformers.BartForConditionalGeneration.from_pretrained(tmp_path, local_files_only=True).eval()
+    ours = BART.from_hf(hf)
+    g = torch.Generator().manual_seed(8)
+    src, tgt = torch.randint(3, V, (2, 6), generator=g), torch.randint(3, V, (2, 5), generator=g)
+    torch.testing.assert_close(ours(src, tgt), hf(input_ids=src, decoder_input_ids=tgt).logits, **TOL)
+    assert ours.logits_bias.abs().sum() > 0  # the output bias travelled too
+
+
+def test_bart_stacks_the_blocks_post_ln_layers_and_ties_its_output_to_the_embedding():
+    ours = BART(V, 32, 4, 2, 3)
+    assert all(type(layer) is attn.blocks.EncoderLayer and not layer.norm_first for layer in ours.encoder)
+    assert all(type(layer) is attn.blocks.DecoderLayer and not layer.norm_first for layer in ours.decoder)
+    assert len(ours.decoder) == 3 and ours.head.weight is ours.embed.weight
+    assert not ours.logits_bias.requires_grad  # a buffer: loaded, never trained
+
+
 # --- ViT ----------------------------------------------------------------------------------------
 
 
@@ -252,10 +336,13 @@ def test_from_hf_rejects_a_model_of_another_family():
     ("T5ForConditionalGeneration", lambda: t5_config(feed_forward_proj="gated-gelu"), "is_gated_act=True"),
     ("T5ForConditionalGeneration", lambda: t5_config(d_kv=4), "d_kv \\* num_heads"),
     ("ViTModel", lambda: vit_config(qkv_bias=False), "qkv_bias=False"),
+    ("BartForConditionalGeneration", lambda: bart_config(decoder_attention_heads=2), "encoder_attention_heads=4"),
+    ("BartForConditionalGeneration", lambda: bart_config(attention_dropout=0.0), "attention_dropout=0.0"),
+    ("BartForConditionalGeneration", lambda: bart_config(activation_function="silu"), "activation_function='silu'"),
 ])
 def test_from_hf_rejects_unsupported_options_by_name(make, build, option):
     model = _seeded(getattr(transformers, make), build())  # by name: collecting imports no model
-    family = {"Bert": BERT, "GPT2": GPT, "T5": T5, "ViT": ViT}
+    family = {"Bert": BERT, "GPT2": GPT, "T5": T5, "Bart": BART, "ViT": ViT}
     cls = next(v for k, v in family.items() if type(model).__name__.startswith(k))
     with pytest.raises(ValueError, match="unsupported configuration: " + (option or "")):
         cls.from_hf(model)
@@ -288,15 +375,15 @@ except ModuleNotFoundError as e:
 # --- the comparison table -----------------------------------------------------------------------
 
 
-def test_comparison_table_is_read_from_the_four_classes():
+def test_comparison_table_is_read_from_the_five_classes():
     rows = variants.comparison()
-    assert [r["model"] for r in rows] == ["BERT", "GPT", "T5", "ViT"]
+    assert [r["model"] for r in rows] == ["BERT", "GPT", "T5", "BART", "ViT"]
     assert rows[1]["attention"] == GPT.CARD["attention"] == "causal self"
     table = model_variants.comparison_markdown()
-    assert table.count("\n") == 5 and "pre-RMSNorm" in table
+    assert table.count("\n") == 6 and "pre-RMSNorm" in table and "lewis2020bart" not in table
     with open(os.path.join(os.path.dirname(__file__), "..", "references.bib"), encoding="utf-8") as f:
         bib = f.read()
-    for cls in (BERT, GPT, T5, ViT):
+    for cls in (BERT, GPT, T5, BART, ViT):
         assert "{" + cls.CARD["paper"] + "," in bib
 
 
@@ -333,6 +420,51 @@ def test_date_batch_shifts_the_target_by_one_and_ignores_padding():
     assert src[0, -1] == vocab.PAD
 
 
+def test_noise_spans_hide_the_rate_in_poisson_spans_that_merge():
+    hidden = pretraining.noise_spans((400, 64), 0.3, generator=torch.Generator().manual_seed(0))
+    per_row = hidden.sum(1)
+    assert per_row.min() >= round(0.3 * 64) and abs(hidden.float().mean().item() - 0.3) < 0.03
+    runs = [e - s for row in hidden for s, e in pretraining._runs(row)]
+    assert 3 <= sum(runs) / len(runs) < 6  # Poisson(3) draws, longer where spans touch and merge
+
+
+def test_text_infilling_turns_each_span_into_one_mask_and_targets_the_whole_text():
+    vocab = pretraining.CharVocab("abcdefgh")
+    x = torch.tensor([vocab.encode("abcdefgh")])
+    hidden = torch.tensor([[False, True, True, True, False, False, True, False]])
+    src, tin, tout, _ = pretraining.text_infilling(x, 99, hidden=hidden)
+    assert src[0].tolist() == vocab.encode("a") + [99] + vocab.encode("ef") + [99] + vocab.encode("h", eos=True)
+    assert torch.equal(tout[0, :-1], x[0]) and tout[0, -1] == vocab.EOS
+    assert tin[0, 0] == vocab.BOS and torch.equal(tin[0, 1:], x[0])
+
+
+def test_span_corruption_puts_one_sentinel_per_span_and_targets_only_the_spans():
+    vocab = pretraining.CharVocab("abcdefgh")
+    x = torch.tensor([vocab.encode("abcdefgh"), vocab.encode("hgfedcba")])
+    hidden = torch.tensor([[False, True, True, True, False, False, True, False],
+                           [True] + [False] * 7])
+    src, tin, tout, scored = pretraining.span_corruption(x, 50, hidden=hidden)
+    assert src[0, :7].tolist() == vocab.encode("a") + [50] + vocab.encode("ef") + [51] + vocab.encode("h", eos=True)
+    assert src[0, 7:].eq(vocab.PAD).all() and src[1].tolist() == [50, *vocab.encode("gfedcba", eos=True)]
+    assert tout[0].tolist() == [50, *vocab.encode("bcd"), 51, *vocab.encode("g", eos=True)]
+    assert tout[1].tolist() == [50, *vocab.encode("h", eos=True)] + [-100] * 4
+    assert torch.equal(x[hidden], torch.cat([tout[0][scored[0]], tout[1][scored[1]]]))
+    assert tin[0, 0] == vocab.BOS and torch.equal(tin[0, 1:], tout[0, :-1]) and tin[1, 4:].eq(vocab.PAD).all()
+
+
+def test_marked_and_bracketed_show_the_pencil_example_of_the_chapter():
+    vocab = pretraining.CharVocab("the cat sa")
+    x = torch.tensor(vocab.encode("the cat sat"))
+    hidden = torch.tensor([False, True, True, False, True] + [False] * 6)
+    assert pretraining.bracketed(vocab, x, hidden) == "t[he] [c]at sat"
+    src, _, tout, _ = pretraining.span_corruption(x[None], 20, hidden=hidden[None])
+    assert pretraining.marked(vocab, src[0], 20, sentinels=True) == "t<X> <Y>at sat</s>"
+    assert pretraining.marked(vocab, tout[0], 20, sentinels=True) == "<X>he<Y>c</s>"
+    src, tin, _, _ = pretraining.text_infilling(x[None], 20, hidden=hidden[None])
+    assert pretraining.marked(vocab, src[0], 20) == "t_ _at sat</s>"
+    assert pretraining.marked(vocab, tin[0], 20) == "<s>the cat sat"
+
+
 @pytest.mark.parametrize("name", sorted(pretraining.RECIPES))
 def test_committed_checkpoints_load_into_their_recipes_with_their_logs(name):
     model, log = pretraining.load(name)
@@ -353,9 +485,11 @@ def test_chapter_glues_every_value_its_prose_uses_and_guards_the_pretrained_cell
     with open(path, encoding="utf-8") as f:
         cells = json.load(f)["cells"]
     prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    code = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
     used = set(re.findall(r"\{glue:text\}`(\w+)`", prose))
-    glued = set(re.findall(r'glue\("(\w+)"', code))
+    from scripts import zh
+
+    with open(path, encoding="utf-8") as f:
+        glued = zh.glued_keys(json.load(f))  # what the stored outputs glue
     assert used and used <= glued, f"prose uses values no cell glues: {sorted(used - glued)}"
     online = [c for c in cells if "from_pretrained(\"gpt2\")" in "".join(c["source"])]
     assert len(online) == 1
@@ -456,6 +590,12 @@ BAD_INPUT = [
      ValueError, r"use_cache must be True or False, got 'no'"),
     ("T5.generate: use_cache None", lambda: T5(11, 8, 2, 1).generate(torch.tensor([[1, 2]]), 3, use_cache=None),
      ValueError, r"use_cache must be True or False, got None"),
+    ("BART: a source id past the vocabulary", lambda: BART(11, 8, 2, 1)(torch.full((1, 3), 11), torch.zeros(1, 2, dtype=torch.long)),
+     ValueError, r"src must lie in \[0, vocab_size=11\), got ids from 11 to 11"),
+    ("BART.generate: longer than the table", lambda: BART(11, 8, 2, 1, max_len=6).generate(torch.zeros(1, 3, dtype=torch.long), 6),
+     ValueError, r"the start token \+ max_new_tokens 6 = 7 exceeds the 6 positions of BART \(max_len\)"),
+    ("BART: a source longer than the table", lambda: BART(11, 8, 2, 1, max_len=4)(torch.zeros(1, 5, dtype=torch.long), torch.zeros(1, 2, dtype=torch.long)),
+     ValueError, r"max_len=4"),
     ("GPT.generate: an encoder-decoder's argument", lambda: GPT(11, 8, 2, 1).generate(torch.tensor([[1, 2]]), 3, start_id=1),
      TypeError, r"GPT is a decoder-only model: start_id applies to encoder-decoder models only"),
 ]
@@ -466,3 +606,30 @@ def test_bad_input_to_a_variant_gets_a_named_error(case, call, error, message): 
     torch.manual_seed(0)
     with pytest.raises(error, match=message):
         call()
+
+
+def test_vit_without_positions_gives_the_same_logits_for_any_order_of_the_patches():
+    """positions="none" has no position parameters, and shuffling the 2x2 patches of an image
+    (the same permutation for every image) leaves the [CLS] readout unchanged; a learned table
+    makes it change."""
+
+    def shuffle_patches(images, perm, p=2):  # (B, 1, 8, 8) -> the same patches in the order perm
+        B, C, S, _ = images.shape
+        g = S // p
+        patches = images.reshape(B, C, g, p, g, p).permute(0, 2, 4, 1, 3, 5).reshape(B, g * g, C, p, p)
+        patches = patches[:, perm].reshape(B, g, g, C, p, p)
+        return patches.permute(0, 3, 1, 4, 2, 5).reshape(B, C, S, S)
+
+    torch.manual_seed(0)
+    images = torch.randn(3, 1, 8, 8)
+    perm = torch.randperm(16, generator=torch.Generator().manual_seed(1))
+    shuffled = shuffle_patches(images, perm)
+    assert not torch.equal(shuffled, images)
+    none = ViT(8, 2, 10, 32, positions="none").eval()
+    assert none.positions == "none" and list(none.pos.parameters()) == []
+    with torch.no_grad():
+        torch.testing.assert_close(none(shuffled), none(images), atol=1e-5, rtol=1e-5)
+        learned = ViT(8, 2, 10, 32, positions="learned").eval()
+        assert (learned(shuffled) - learned(images)).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="'learned', 'sincos2d' or 'none'"):
+        ViT(8, 2, 10, 32, positions="rope")

@@ -1,12 +1,12 @@
-"""The four model families people load: BERT, GPT, T5 and ViT, built from ``attn``'s own pieces.
+"""The model families people load: BERT, GPT, T5, BART and ViT, built from ``attn``'s own pieces.
 
 Every attention here is :class:`attn.MultiHeadAttention`, and every layer one of
 :mod:`attn.blocks`, chosen through its constructor: BERT, GPT and ViT stack
 :class:`attn.blocks.EncoderLayer` (post-LN or pre-LN, their activation), T5 stacks encoder and
-decoder layers built with RMSNorm and without biases.
+decoder layers built with RMSNorm and without biases, BART post-LN encoder and decoder layers.
 Each class has ``from_hf(model)``, which copies the weights of the corresponding Hugging Face
 ``transformers`` model, so the equality can be checked (tests/test_variants.py: float32, eval mode,
-to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` reads the four cards
+to 1e-5), and a class attribute ``CARD`` that describes it (:func:`comparison` reads the cards
 as rows). ``transformers`` is needed only by ``from_hf``.
 
 =========  ===================================  ==============================  ==================
@@ -15,6 +15,7 @@ class      attention                            positions                       
 BERT       bidirectional self                   learned absolute + segments     post-LN
 GPT        causal self                          learned absolute                pre-LN (as GPT-2)
 T5         bidirectional self, causal, cross    relative buckets (shared bias)  pre-RMSNorm
+BART       bidirectional self, causal, cross    learned absolute (per stack)    post-LN
 ViT        bidirectional self over patches      learned (or 2-D sin-cos)        pre-LN
 =========  ===================================  ==============================  ==================
 """
@@ -32,7 +33,7 @@ from attn.blocks import ACTIVATIONS, DecoderLayer, EncoderLayer, activation_func
 from attn.generation import GenerationMixin
 from attn.positional import LearnedPositionalEncoding, Sinusoidal2DPositionalEncoding, T5RelativePositionBias
 
-__all__ = ["BERT", "GPT", "T5", "ViT", "comparison"]
+__all__ = ["BART", "BERT", "GPT", "T5", "ViT", "comparison"]
 
 # --- from_hf helpers --------------------------------------------------------------------------
 
@@ -99,10 +100,68 @@ def _pick_layers(caches, i):
     return caches[i] if caches is not None else None
 
 
+# --- what the families share --------------------------------------------------------------------
+
+
+class _Family(nn.Module):
+    """A model family: its class attribute ``CARD`` describes it (:func:`comparison` reads the cards)."""
+
+    CARD: dict[str, str] = {}
+
+    @classmethod
+    def describe(cls) -> dict[str, str]:
+        """A copy of ``CARD``: family, attention, mask, positions, norm, objective, use and paper."""
+        return dict(cls.CARD)
+
+
+class _Decoder(_Family):
+    """A family that generates tokens: what :class:`attn.generation.GenerationMixin` reads."""
+
+    @property
+    def vocab_size(self) -> int:
+        """How many tokens it predicts: the rows of its token embedding."""
+        return self.embed.num_embeddings
+
+    @property
+    def max_positions(self) -> int | None:
+        """How many positions its learned table holds (``None`` where positions are relative)."""
+        return self.max_len
+
+
+class _EncoderDecoder(GenerationMixin, _Decoder):
+    """An encoder-decoder that generates: it supplies ``encode(src, src_key_mask)`` -> the memory
+    ``(B, S, D)``, ``_decode(tgt_in, memory, src_key_mask, caches=...)`` -> logits ``(B, T, V)``
+    (positions continue after the tokens already in the caches) and ``self.decoder``, its layers."""
+
+    is_encoder_decoder = True
+
+    def new_caches(self, capacity: int | None = None, *, cross: bool = True) -> list[tuple[KVCache, KVCache | None]]:
+        """(self-attention, cross-attention) caches per decoder layer: ``capacity`` rows allocated at
+        once for the first, the memory's keys and values kept from the first step for the second
+        (``cross=False``: none, the memory is projected again at every step)."""
+        return [(KVCache(capacity=capacity), KVCache(static=True) if cross else None) for _ in self.decoder]
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor | None = None, *,
+               caches: list[tuple[KVCache, KVCache | None]] | None = None) -> torch.Tensor:
+        """``tgt_in`` ``(B, T)``, ``memory`` ``(B, S, D)`` -> logits ``(B, T, V)``."""
+        _checks.token_ids("tgt_in", tgt_in, self.vocab_size)
+        return self._decode(tgt_in, memory, src_key_mask, caches=caches)
+
+    def forward(self, src, tgt_in, src_key_mask=None) -> torch.Tensor:
+        return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
+
+    def _generation_context(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None):
+        return self.encode(src, src_key_mask), src_key_mask  # the memory, computed once
+
+    def _decoder_logits(self, tokens: torch.Tensor, context, caches, past: int) -> torch.Tensor:  # noqa: ARG002
+        memory, src_key_mask = context
+        return self._decode(tokens, memory, src_key_mask, caches=caches)  # positions: continue after the cached ones
+
+
 # --- BERT ---------------------------------------------------------------------------------------
 
 
-class BERT(nn.Module):
+class BERT(_Family):
     """Encoder-only (Devlin et al., 2019): bidirectional self-attention, post-LN, learned absolute
     positions plus segment embeddings, and a masked-language-model head tied to the embeddings.
 
@@ -142,10 +201,6 @@ class BERT(nn.Module):
         self.mlm_act = activation_function(activation)
         self.mlm_norm = nn.LayerNorm(d_model, eps=eps)
         self.mlm_bias = nn.Parameter(torch.zeros(vocab_size))
-
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        return dict(cls.CARD)
 
     def encode(self, tokens: torch.Tensor, *, segments: torch.Tensor | None = None,
                key_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -217,7 +272,7 @@ class BERT(nn.Module):
 # --- GPT ----------------------------------------------------------------------------------------
 
 
-class GPT(GenerationMixin, nn.Module):
+class GPT(GenerationMixin, _Decoder):
     """Decoder-only, as GPT-2 (Radford et al., 2019): causal self-attention, pre-LN with a final
     LayerNorm (GPT, Radford et al. 2018, was post-LN; GPT-2 moved the LayerNorms to each
     sub-block's input and added the final one), learned absolute positions, output layer tied to the token embeddings, and
@@ -246,18 +301,6 @@ class GPT(GenerationMixin, nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.head.weight = self.embed.weight  # tied: one matrix reads tokens in and writes them out
-
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        return dict(cls.CARD)
-
-    @property
-    def vocab_size(self) -> int:
-        return self.embed.num_embeddings
-
-    @property
-    def max_positions(self) -> int:
-        return self.max_len
 
     def new_caches(self, capacity: int | None = None) -> list[KVCache]:
         """One self-attention :class:`KVCache` per layer; ``capacity``: the rows to allocate at once."""
@@ -338,7 +381,7 @@ def _t5_layer(d_model: int, num_heads: int, d_ff: int, *, relative_bias: T5Relat
                  eps=eps, positional=relative_bias, bias=False)
 
 
-class T5(GenerationMixin, nn.Module):
+class T5(_EncoderDecoder):
     """Encoder-decoder (Raffel et al., 2020): RMSNorm before each sublayer, no biases, one relative
     position bias per stack shared by its layers, no ``1/sqrt(E)`` scale, cross-attention whose
     keys/values are cached once per input, and one embedding matrix for encoder, decoder and output.
@@ -376,16 +419,6 @@ class T5(GenerationMixin, nn.Module):
         if tie_output:
             self.head.weight = self.embed.weight
 
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        return dict(cls.CARD)
-
-    is_encoder_decoder = True
-
-    @property
-    def vocab_size(self) -> int:
-        return self.embed.num_embeddings
-
     max_positions = None  # relative positions: any length
 
     def generation_defaults(self) -> dict[str, int | None]:
@@ -400,18 +433,6 @@ class T5(GenerationMixin, nn.Module):
             x = layer(x, key_mask=src_key_mask)
         return self.drop(self.enc_norm(x))
 
-    def new_caches(self, capacity: int | None = None, *, cross: bool = True) -> list[tuple[KVCache, KVCache | None]]:
-        """(self-attention, cross-attention) caches per decoder layer: ``capacity`` rows allocated at
-        once for the first, the memory's keys and values kept from the first step for the second
-        (``cross=False``: none, the memory is projected again at every step)."""
-        return [(KVCache(capacity=capacity), KVCache(static=True) if cross else None) for _ in self.decoder]
-
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_key_mask: torch.Tensor | None = None, *,
-               caches: list[tuple[KVCache, KVCache | None]] | None = None) -> torch.Tensor:
-        """``tgt_in`` ``(B, T)``, ``memory`` ``(B, S, D)`` -> logits ``(B, T, V)``."""
-        _checks.token_ids("tgt_in", tgt_in, self.vocab_size)
-        return self._decode(tgt_in, memory, src_key_mask, caches=caches)
-
     def _decode(self, tgt_in, memory, src_key_mask=None, *, caches=None) -> torch.Tensor:
         """:meth:`decode` without the check of ``tgt_in`` (generation chooses its tokens)."""
         x = self.drop(self.embed(tgt_in))  # (B, T, D)
@@ -422,16 +443,6 @@ class T5(GenerationMixin, nn.Module):
         if self.scale_output:  # the tied output layer sees d_model ** -0.5 times the hidden state
             x = x * self.d_model**-0.5
         return self.head(x)  # (B, T, V)
-
-    def forward(self, src, tgt_in, src_key_mask=None) -> torch.Tensor:
-        return self.decode(tgt_in, self.encode(src, src_key_mask), src_key_mask)
-
-    def _generation_context(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None):
-        return self.encode(src, src_key_mask), src_key_mask  # the memory, computed once
-
-    def _decoder_logits(self, tokens: torch.Tensor, context, caches, past: int) -> torch.Tensor:  # noqa: ARG002
-        memory, src_key_mask = context
-        return self._decode(tokens, memory, src_key_mask, caches=caches)  # positions: relative, from the caches
 
     @classmethod
     def from_hf(cls, model) -> T5:
@@ -477,10 +488,138 @@ class T5(GenerationMixin, nn.Module):
         return ours.eval()
 
 
+# --- BART ---------------------------------------------------------------------------------------
+
+
+class BART(_EncoderDecoder):
+    """Encoder-decoder (Lewis et al., 2020) trained as a denoising autoencoder: the layers of the
+    original Transformer (post-LN, biases, GELU), learned absolute positions in both stacks, a
+    LayerNorm on the embeddings before each stack, one embedding matrix for encoder, decoder and
+    output, and a fixed bias on the output logits.
+
+    The attention needs nothing new: the layers are :class:`attn.blocks.EncoderLayer` and
+    :class:`attn.blocks.DecoderLayer` with ``norm_first=False``, and the positions
+    :class:`attn.positional.LearnedPositionalEncoding`. What makes a BART a BART is its objective
+    (the decoder rewrites the whole corrupted input, see ``attn.book.pretraining.text_infilling``).
+
+    Args:
+        vocab_size, d_model, num_heads, num_layers, num_decoder_layers (default ``num_layers``),
+            d_ff (default ``4 * d_model``): sizes.
+        max_len: positions in each stack's learned table.
+        activation, dropout, eps: ``"gelu"``, 0.0, 1e-5 (LayerNorm's, as in BART).
+        scale_embedding: multiply the token embeddings by ``sqrt(d_model)`` (off in BART).
+        pad_id, eos_id, decoder_start_id: the special ids generation uses (BART's: 1, 2 and 2).
+
+    Shape:
+        ``src`` ``(B, S)``, ``tgt_in`` ``(B, T)`` (starting with ``decoder_start_id``) -> ``(B, T, V)``.
+    """
+
+    CARD = dict(family="encoder-decoder", attention="bidirectional self; causal self; cross",
+                mask="padding (encoder), causal (decoder)", positions="learned absolute, one table per stack",
+                norm="post-LN (LayerNorm) + LN on embeddings", objective="denoising: rewrite text with spans masked",
+                use="text to text: summarise, translate, generate", paper="lewis2020bart")
+
+    def __init__(self, vocab_size: int, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
+                 num_decoder_layers: int | None = None, d_ff: int | None = None, *, max_len: int = 256,
+                 activation: str = "gelu", dropout: float = 0.0, eps: float = 1e-5, scale_embedding: bool = False,
+                 pad_id: int = 1, eos_id: int = 2, decoder_start_id: int = 2):
+        super().__init__()
+        self.max_len, self.pad_id, self.eos_id, self.decoder_start_id = max_len, pad_id, eos_id, decoder_start_id
+        self.embed_scale = math.sqrt(d_model) if scale_embedding else 1.0
+        self.embed = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
+        nn.init.normal_(self.embed.weight, std=0.02)
+        self.enc_pos = LearnedPositionalEncoding(d_model, max_len)
+        self.dec_pos = LearnedPositionalEncoding(d_model, max_len)
+        self.enc_embed_norm = nn.LayerNorm(d_model, eps=eps)
+        self.dec_embed_norm = nn.LayerNorm(d_model, eps=eps)
+        kw = dict(dropout=dropout, activation=activation, norm_first=False, eps=eps)
+        d_ff = d_ff or 4 * d_model
+        self.encoder = nn.ModuleList(EncoderLayer(d_model, num_heads, d_ff, **kw) for _ in range(num_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(d_model, num_heads, d_ff, **kw)
+                                     for _ in range(num_decoder_layers or num_layers))
+        self.drop = nn.Dropout(dropout)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.head.weight = self.embed.weight  # tied: one matrix reads tokens in and writes them out
+        self.register_buffer("logits_bias", torch.zeros(vocab_size))  # fixed (not trained), zero unless loaded
+
+    def generation_defaults(self) -> dict[str, int | None]:
+        """``start_id``, ``eos_id`` and ``pad_id`` from the configuration, as Hugging Face takes them."""
+        return {"start_id": self.decoder_start_id, "eos_id": self.eos_id, "pad_id": self.pad_id}
+
+    def encode(self, src: torch.Tensor, src_key_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``src`` ``(B, S)``; ``src_key_mask`` ``(B, S)`` True = real token -> the memory ``(B, S, D)``."""
+        _checks.token_ids("src", src, self.vocab_size)
+        x = self.enc_pos(self.embed(src) * self.embed_scale)  # (B, S, D): positions 0 .. S - 1
+        x = self.drop(self.enc_embed_norm(x))
+        for layer in self.encoder:
+            x = layer(x, key_mask=src_key_mask)  # post-LN, every token sees every real token
+        return x
+
+    def _decode(self, tgt_in, memory, src_key_mask=None, *, caches=None) -> torch.Tensor:
+        """:meth:`decode` without the check of ``tgt_in`` (generation chooses its tokens)."""
+        past = len(caches[0][0]) if caches else 0  # tokens already in the self-attention caches
+        x = self.dec_pos(self.embed(tgt_in) * self.embed_scale, offset=past)  # (B, T, D)
+        x = self.drop(self.dec_embed_norm(x))
+        for i, layer in enumerate(self.decoder):
+            cache, memory_cache = caches[i] if caches is not None else (None, None)
+            x = layer(x, memory, memory_key_mask=src_key_mask, is_causal=True, cache=cache, memory_cache=memory_cache)
+        return self.head(x) + self.logits_bias  # (B, T, V)
+
+    @classmethod
+    def from_hf(cls, model) -> BART:
+        """A copy of a ``transformers`` ``BartForConditionalGeneration`` (weights included).
+
+        Hugging Face's learned position tables have two extra rows at the top (an ``offset`` of 2
+        from fairseq, which counted positions after the padding id): position ``p`` reads row
+        ``p + 2``. attn's tables start at position 0, so the copy drops those two rows."""
+        _check_family(model, ("BartForConditionalGeneration",), "BART")
+        c = model.config
+        _require(c, "encoder_attention_heads", c.decoder_attention_heads,
+                 f"one head count: decoder_attention_heads={c.decoder_attention_heads}")
+        _require(c, "encoder_ffn_dim", c.decoder_ffn_dim, f"one feed-forward width: decoder_ffn_dim={c.decoder_ffn_dim}")
+        for option in ("attention_dropout", "activation_dropout"):
+            _require(c, option, c.dropout, f"one dropout rate: {option} equal to dropout={c.dropout}")
+        for option in ("encoder_layerdrop", "decoder_layerdrop"):
+            _require(c, option, lambda v: not v, "no LayerDrop (0.0)")
+        m = model.model
+        if model.lm_head.weight.data_ptr() != m.shared.weight.data_ptr():
+            raise ValueError("unsupported configuration: tie_word_embeddings=False (BART ties its output layer)")
+        offset = m.encoder.embed_positions.offset  # 2: the rows before position 0
+        ours = cls(c.vocab_size, c.d_model, c.encoder_attention_heads, c.encoder_layers, c.decoder_layers,
+                   c.encoder_ffn_dim, max_len=c.max_position_embeddings,
+                   activation=_activation_name(c, "activation_function"), dropout=c.dropout,
+                   scale_embedding=bool(c.scale_embedding), pad_id=c.pad_token_id, eos_id=c.eos_token_id,
+                   decoder_start_id=c.decoder_start_token_id)
+        with torch.no_grad():
+            ours.embed.weight.copy_(m.shared.weight)
+            ours.logits_bias.copy_(model.final_logits_bias[0])
+            ours.enc_pos.embedding.weight.copy_(m.encoder.embed_positions.weight[offset:])
+            ours.dec_pos.embedding.weight.copy_(m.decoder.embed_positions.weight[offset:])
+        _copy(ours.enc_embed_norm, m.encoder.layernorm_embedding)
+        _copy(ours.dec_embed_norm, m.decoder.layernorm_embedding)
+        for mine, theirs in zip(ours.encoder, m.encoder.layers, strict=True):
+            a = theirs.self_attn
+            _copy_qkv(mine.self_attn, a.q_proj, a.k_proj, a.v_proj, a.out_proj)
+            _copy(mine.norm1, theirs.self_attn_layer_norm)
+            _copy(mine.ff.linear1, theirs.fc1)
+            _copy(mine.ff.linear2, theirs.fc2)
+            _copy(mine.norm2, theirs.final_layer_norm)
+        for mine, theirs in zip(ours.decoder, m.decoder.layers, strict=True):
+            a, x = theirs.self_attn, theirs.encoder_attn
+            _copy_qkv(mine.self_attn, a.q_proj, a.k_proj, a.v_proj, a.out_proj)
+            _copy(mine.norm1, theirs.self_attn_layer_norm)
+            _copy_qkv(mine.cross_attn, x.q_proj, x.k_proj, x.v_proj, x.out_proj)
+            _copy(mine.norm2, theirs.encoder_attn_layer_norm)
+            _copy(mine.ff.linear1, theirs.fc1)
+            _copy(mine.ff.linear2, theirs.fc2)
+            _copy(mine.norm3, theirs.final_layer_norm)
+        return ours.eval()
+
+
 # --- ViT ----------------------------------------------------------------------------------------
 
 
-class ViT(nn.Module):
+class ViT(_Family):
     """Vision Transformer (Dosovitskiy et al., 2021): non-overlapping patches embedded by one
     strided convolution, a learned ``[CLS]`` token, learned (or fixed 2-D sin-cos) positions,
     pre-LN encoder layers, a final LayerNorm and a linear classifier on ``[CLS]``.
@@ -488,7 +627,9 @@ class ViT(nn.Module):
     Args:
         image_size, patch_size, channels: the input ``(B, C, H, W)`` with ``H = W = image_size``.
         num_classes: classifier outputs; ``None`` returns the ``[CLS]`` features instead.
-        positions: ``"learned"`` (ViT) or ``"sincos2d"`` (fixed; ``[CLS]`` gets none).
+        positions: ``"learned"`` (ViT), ``"sincos2d"`` (fixed; ``[CLS]`` gets none) or ``"none"``
+            (no position code at all: the encoder then sees a set of patches, and its ``[CLS]``
+            output is the same for any order of them, an ablation).
 
     Shape:
         ``images`` ``(B, C, H, W)`` -> ``encode``: ``(B, 1 + N, D)`` with ``N = (H / P)²`` patches;
@@ -515,8 +656,10 @@ class ViT(nn.Module):
             self.pos = LearnedPositionalEncoding(d_model, N + 1)
         elif positions == "sincos2d":
             self.pos = Sinusoidal2DPositionalEncoding(d_model, self.grid, self.grid)
+        elif positions == "none":
+            self.pos = nn.Identity()  # the ablation: patches as a set
         else:
-            raise ValueError(f"positions must be 'learned' or 'sincos2d', got {positions!r}")
+            raise ValueError(f"positions must be 'learned', 'sincos2d' or 'none', got {positions!r}")
         self.positions = positions
         self.dropout = nn.Dropout(dropout)
         self.layers = nn.ModuleList(
@@ -525,10 +668,6 @@ class ViT(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.pooler = nn.Linear(d_model, d_model) if pooler else None
         self.head = nn.Linear(d_model, num_classes) if num_classes else nn.Identity()
-
-    @classmethod
-    def describe(cls) -> dict[str, str]:
-        return dict(cls.CARD)
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
         """``(B, C, H, W)`` -> ``(B, 1 + N, D)``: ``[CLS]`` first, then the patches row by row."""
@@ -601,7 +740,7 @@ class ViT(nn.Module):
 _COLUMNS = ("family", "attention", "mask", "positions", "norm", "objective", "use")
 
 
-def comparison(classes=(BERT, GPT, T5, ViT)) -> list[dict[str, str]]:
+def comparison(classes=(BERT, GPT, T5, BART, ViT)) -> list[dict[str, str]]:
     """One row per class, read from each class's ``describe()``."""
     return [{"model": c.__name__, **{k: c.describe()[k] for k in _COLUMNS}} for c in classes]
 
