@@ -296,3 +296,26 @@ def test_next_token_windows_targets_are_the_inputs_shifted_by_one_and_lm_helpers
     assert_close(torch.tensor(loss), attn.book.train.token_loss(model, (x, y)).detach())
     with torch.no_grad():
         assert acc == (model(x).argmax(-1) == y).float().mean().item() and 0 <= acc <= 1
+
+
+def test_additive_causal_mask_is_zero_on_and_below_the_diagonal_and_minus_inf_only_above():
+    # The source documents' slip: they allow "0 or -1e9" on and below the diagonal.
+    for L in (1, 2, 5, 9):
+        C = masks.causal(L)
+        M = masks.to_additive(C)
+        assert torch.equal(C, torch.ones(L, L).tril().bool())
+        assert (M[C] == 0).all() and (M[~C] == float("-inf")).all()
+
+
+def test_minus_1e9_on_the_allowed_entries_erases_float32_scores_but_not_float64_ones():
+    g = torch.Generator().manual_seed(0)
+    L = 6
+    C = masks.causal(L)
+    scores = 4 * torch.randn(L, L, generator=g, dtype=torch.float64)  # |scores| < 32 here
+    assert scores.abs().max() < 32  # half the float32 spacing at 1e9 (64)
+    right = torch.softmax(scores + masks.to_additive(C).double(), -1)
+    slip = masks.to_additive(C).double().masked_fill(C, -1e9)
+    assert_close(torch.softmax(scores + slip, -1), right)  # exact arithmetic: a shift, harmless
+    f32 = torch.softmax(scores.float() + slip.float(), -1)
+    assert torch.equal(f32, (C / C.sum(-1, keepdim=True)).float())  # float32: uniform rows
+    assert (f32.double() - right).abs().max() > 0.3

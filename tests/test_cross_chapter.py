@@ -261,3 +261,127 @@ def test_decoder_step_flops_reprojection_is_what_the_flop_counter_sees():
     assert f(2 * B, S, D, 3, reproject=True) == 2 * f(B, S, D, 3, reproject=True)  # linear in the batch
     with pytest.raises(ValueError, match="t must be a non-negative integer"):
         f(B, S, D, -1, reproject=False)
+
+
+# --- Soft against hard alignment, and gradients into the encoder (issue 32) ---
+
+def _cross_module_and_inputs(seed=0, B=3, L=4, S=6, H=2, E=4):
+    torch.manual_seed(seed)
+    m = attn.MultiHeadAttention(H * E, H).eval()
+    query, memory = torch.randn(B, L, H * E), torch.randn(B, S, H * E)
+    key_mask = masks.padding(torch.tensor([S, S - 2, 1]))[:, 0]  # (B, S)
+    return m, query, memory, key_mask
+
+
+def test_soft_recomputation_is_what_the_module_computes():
+    from attn.book.cross_attention import cross_attention_output
+
+    m, query, memory, key_mask = _cross_module_and_inputs()
+    with torch.no_grad():
+        out, w = m(query, memory, key_mask=key_mask, need_weights=True, average_weights=False)
+        mine, w_mine = cross_attention_output(m, query, memory, key_mask)
+    assert_close(mine, out, **TOL)
+    assert_close(w_mine, w, **TOL)
+
+
+def test_hard_rows_are_one_hot_at_the_soft_argmax_and_hand_over_that_one_value():
+    from attn.book.cross_attention import cross_attention_output
+
+    m, query, memory, key_mask = _cross_module_and_inputs(seed=1)
+    B, L, D = query.shape
+    H, E = m.num_heads, m.d_head
+    with torch.no_grad():
+        _, soft = cross_attention_output(m, query, memory, key_mask)
+        out, hard = cross_attention_output(m, query, memory, key_mask, hard=True)
+        v = (memory @ m.in_proj.weight[2 * D:].T + m.in_proj.bias[2 * D:]).view(B, -1, H, E)  # (B, S, H, E)
+        idx = soft.argmax(-1)  # (B, H, L)
+        picked = torch.stack([v[b, idx[b, h], h] for b in range(B) for h in range(H)]).view(B, H, L, E)
+        expected = m.out_proj(picked.transpose(1, 2).reshape(B, L, D))
+    assert set(hard.unique().tolist()) == {0.0, 1.0} and (hard.sum(-1) == 1).all()
+    assert torch.equal(hard.argmax(-1), idx)
+    assert (hard * ~key_mask[:, None, None, :]).sum() == 0  # never on a padded key
+    assert_close(out, expected, **TOL)
+
+
+def _dates_model(seed=0):
+    task = DateTask()
+    torch.manual_seed(seed)
+    model = Seq2Seq(len(task.src_vocab), len(task.tgt_vocab), d_model=32, num_heads=4, max_len=32).eval()
+    src, tin, _, lengths = task.batch(task.sample(6, seed=seed + 3))
+    return model, src, tin, masks.padding(lengths)[:, 0]
+
+
+def test_hard_cross_attention_hooks_every_cross_attention_and_leaves_no_hook_behind():
+    from attn.book.cross_attention import cross_attention_output, hard_cross_attention
+
+    model, src, tin, key_mask = _dates_model()
+    seen = []  # (module, query, memory, key_mask, output) of each cross-attention call
+
+    def spy(module, args, kwargs, output):  # registered after the hardening hook: sees its output
+        seen.append((module, args[0], args[1], kwargs.get("key_mask"), output[0]))
+
+    with torch.no_grad():
+        before = model(src, tin, key_mask)
+        with hard_cross_attention(model):
+            spies = [m.register_forward_hook(spy, with_kwargs=True)
+                     for n, m in model.named_modules() if n.endswith("cross_attn")]
+            hard = model(src, tin, key_mask)
+            for h in spies:
+                h.remove()
+        assert_close(model(src, tin, key_mask), before)  # hooks removed on exit
+        assert (hard - before).abs().max() > 1e-3  # hardening changes the logits
+        assert len(seen) == 2  # both decoder layers
+        for module, query, memory, km, out in seen:
+            assert_close(out, cross_attention_output(module, query, memory, km, hard=True)[0])
+
+
+def test_hard_is_the_zero_temperature_limit_of_soft():
+    from attn.book.cross_attention import cross_attention_output
+
+    m, query, memory, key_mask = _cross_module_and_inputs(seed=2)
+    D = m.d_model
+    with torch.no_grad():
+        m.in_proj.weight[:D] *= 1e4  # queries 1e4 times sharper: the softmax becomes one-hot
+        m.in_proj.bias[:D] *= 1e4
+        soft, _ = cross_attention_output(m, query, memory, key_mask)
+        hard, _ = cross_attention_output(m, query, memory, key_mask, hard=True)
+    assert_close(soft, hard, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("cache", [{}, {"cross_cache": False}, {"use_cache": False}])
+def test_hardened_generation_is_the_same_with_every_cache_setting(cache):
+    from attn.book.cross_attention import hard_cross_attention
+
+    model, src, _, key_mask = _dates_model(seed=1)
+    kw = dict(src_key_mask=key_mask, start_id=CharVocab.BOS, eos_id=CharVocab.EOS)
+    with hard_cross_attention(model), torch.no_grad():
+        reference = model.generate(src, 11, use_cache=False, **kw)
+        tokens = model.generate(src, 11, **kw, **cache)
+    assert torch.equal(tokens, reference)
+
+
+def test_hardening_helpers_name_their_bad_arguments():
+    from attn.book.cross_attention import cross_attention_output, hard_cross_attention
+
+    m, query, memory, key_mask = _cross_module_and_inputs()
+    with pytest.raises(ValueError, match="cross_attn"):
+        hard_cross_attention(torch.nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="module"):
+        cross_attention_output(torch.nn.Linear(8, 8), query, memory)
+    with pytest.raises(ValueError, match="memory"):
+        cross_attention_output(m, query, memory[..., :4])
+    with pytest.raises(ValueError, match="key_mask"):
+        cross_attention_output(m, query, memory, key_mask[:, :3])
+
+
+def test_decoder_loss_reaches_the_encoder_only_through_the_memory():
+    model, src, tin, key_mask = _dates_model(seed=2)
+    encoder = [*model.src_embed.parameters(), *model.transformer.encoder.parameters()]
+    norms = {}
+    for cut in (False, True):
+        memory = model.encode(src, key_mask)  # (B, S, D)
+        logits = model.decode(tin, memory.detach() if cut else memory, key_mask)
+        loss = logits.logsumexp(-1).mean()
+        grads = torch.autograd.grad(loss, encoder, allow_unused=True, materialize_grads=True)
+        norms[cut] = torch.cat([g.flatten() for g in grads]).norm().item()
+    assert norms[False] > 1e-3 and norms[True] == 0.0

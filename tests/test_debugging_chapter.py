@@ -90,3 +90,62 @@ def test_the_reference_layer_refuses_an_indivisible_width_with_the_message_the_c
         bugs.Reference(30, 4)
     assert str(e.value) == "d_model (30) must be divisible by num_heads (4)"
     assert bugs.TruncatedHeads(30, 4).d_head == 7
+
+
+# --- memory of a training step, and what model parallelism divides (attn.book.debugging_attention) -----------
+
+from attn.blocks import EncoderLayer  # noqa: E402
+from attn.book import debugging_attention as dbg  # noqa: E402
+from attn.functional import explicit_attention  # noqa: E402
+
+
+def test_saved_bytes_counts_what_autograd_keeps_once_per_storage_and_not_the_parameters():
+    w = torch.randn(8, 8, requires_grad=True)
+    x = torch.randn(4, 8, requires_grad=True)
+    # x @ w saves x (for w's gradient) and w (for x's; excluded); tanh saves its output: two (4, 8) tensors
+    assert dbg.saved_bytes(lambda: torch.tanh(x @ w), exclude=[w]) == 2 * 4 * 8 * 4
+    assert dbg.saved_bytes(lambda: torch.tanh(x @ w)) == 2 * 4 * 8 * 4 + 8 * 8 * 4
+    # explicit attention keeps its (B, H, L, S) weights for the backward pass
+    q, k, v = (torch.randn(2, 3, 5, 4, requires_grad=True) for _ in range(3))
+    assert dbg.saved_bytes(lambda: explicit_attention(q, k, v)[0]) >= 2 * 3 * 5 * 5 * 4
+
+
+def test_step_memory_grows_only_in_the_activations_and_in_proportion_to_the_batch():
+    torch.manual_seed(0)
+    layer = EncoderLayer(16, 2, 32, dropout=0.0)
+    n = sum(p.numel() for p in layer.parameters())
+    rows = dbg.step_memory(layer, lambda B: torch.randn(B, 6, 16), (2, 4, 8))
+    assert [r["B"] for r in rows] == [2, 4, 8]
+    for r in rows:
+        assert (r["weights"], r["gradients"], r["AdamW state"]) == (4 * n, 4 * n, 8 * n)
+    assert rows[0]["activations"] > 0
+    assert [r["activations"] for r in rows] == [rows[0]["activations"] * m for m in (1, 2, 4)]
+    with pytest.raises(ValueError, match="batch size"):
+        dbg.step_memory(layer, lambda B: torch.randn(B, 6, 16), (0,))
+
+
+def test_layerwise_split_keeps_consecutive_groups_and_adds_up():
+    groups = {"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+    assert dbg.layerwise_split(groups, 1) == [15]
+    assert dbg.layerwise_split(groups, 2) == [1 + 2 + 3, 4 + 5]
+    assert dbg.layerwise_split(groups, 5) == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="devices"):
+        dbg.layerwise_split(groups, 6)
+    with pytest.raises(ValueError, match="devices"):
+        dbg.layerwise_split(groups, 0)
+
+
+def test_tensor_parallel_split_on_the_meta_device_divides_all_but_the_copied_parameters():
+    with torch.device("meta"):
+        layer = EncoderLayer(64, 4, 256)
+    assert all(p.is_meta for p in layer.parameters())
+    names = {name for name, _ in layer.named_parameters()}
+    assert set(dbg.TENSOR_PARALLEL_DIM) <= names  # every cut names a real parameter
+    D, F = 64, 256
+    whole = 4 * (3 * D * D + 3 * D + D * D + D + D * F + F + F * D + D + 4 * D)  # float32 bytes
+    copied = 4 * (D + D + 4 * D)  # out_proj and linear2 biases, two LayerNorms
+    for n in (1, 2, 4):
+        got = dbg.tensor_parallel_split(layer, n)
+        assert got == {"split": (whole - copied) // n, "copied": copied, "whole layer": whole}
+    with pytest.raises(ValueError, match=r"must be divisible by devices \(3\)"):
+        dbg.tensor_parallel_split(layer, 3)

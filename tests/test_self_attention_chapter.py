@@ -103,3 +103,52 @@ def test_softmax_saturation_with_variance_4_needs_a_divisor_of_4_sqrt_d_k():
     for name, kwargs in [("std", {"std": 0.0}), ("divisor", {"divisor": -1.0})]:
         with pytest.raises(ValueError, match=f"{name} must be a positive number"):
             attn.book.self_attention.softmax_saturation(4, True, **kwargs)
+
+
+class _OneHead(torch.nn.Module):
+    """The optional section's one-head model (pre-LN block, width d), with values tied to keys or not."""
+
+    def __init__(self, vocab: int, d: int, max_len: int, tie_kv: bool):
+        super().__init__()
+        nn = torch.nn
+        self.embed, self.pos = nn.Embedding(vocab, d), attn.SinusoidalPositionalEncoding(d, max_len)
+        self.norm, self.qkv, self.out = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.ff = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d))
+        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, vocab))
+        self.tie_kv, self.scale = tie_kv, 1 / math.sqrt(d)
+
+    def forward(self, tokens):
+        x = self.pos(self.embed(tokens))  # (B, L, d)
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        z = attn.scaled_dot_product_attention(q, k, k if self.tie_kv else v, scale=self.scale)
+        x = x + self.out(z)
+        return self.head(x + self.ff(x))
+
+
+def test_tied_values_equal_keys_and_learn_key_value_recall_worse_than_separate_ones_at_seed_0():
+    import torch.nn.functional as F
+
+    from attn import book
+
+    task, steps = book.data.KVRecall(), 300  # the chapter's task and budget
+    batches = [book.data.kv_recall(64, task, seed=10_000 + i) for i in range(steps)]
+    test = book.data.kv_recall(500, task, seed=0)
+
+    def loss(model, batch):
+        tokens, targets, _ = batch
+        return F.cross_entropy(model(tokens).flatten(0, 1), targets.flatten(), ignore_index=book.data.IGNORE)
+
+    test_loss, threads = {}, torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny models: one thread is fastest, and steady on a busy machine
+    try:
+        with torch.random.fork_rng():
+            for tie in (False, True):
+                torch.manual_seed(0)
+                model = _OneHead(task.vocab_size, 64, task.seq_len, tie)
+                book.train.train(model, batches.__getitem__, loss, steps=steps, lr=3e-3, warmup=30, seed=0,
+                                 progress=False)
+                with torch.no_grad():
+                    test_loss[tie] = loss(model, test).item()
+    finally:
+        torch.set_num_threads(threads)
+    assert test_loss[True] > test_loss[False] + 0.1, test_loss

@@ -163,3 +163,16 @@ def test_long_range_rows_summarise_the_stored_runs():
     task, n = rows[0][0], rows[0][1]
     acc = attn.book.why_attention.long_range_values(runs, "Transformer", task, n, "accuracy")
     assert len(acc) >= 3 and rows[0][5].startswith(f"{sum(acc) / len(acc):.2f} [{min(acc):.2f}, ")
+
+
+def test_the_stored_lstm_loses_the_far_token_well_inside_the_sources_50_to_100_words():
+    # The chapter sets the source documents' "50-100 words" against these runs: the LSTM learns the
+    # far token at the shortest length and is at chance from a distance below 50 on.
+    runs = _results()["runs"]
+    values = attn.book.why_attention.long_range_values
+    lengths = sorted({r["n"] for r in runs})
+    chance = runs[0]["chance"]
+    mean = {n: sum(v := values(runs, "LSTM", "far", n, "accuracy")) / len(v) for n in lengths}
+    assert mean[lengths[0]] > 0.95
+    fail = min(n for n in lengths if mean[n] < 2 * chance)
+    assert values(runs, "LSTM", "far", fail, "distance")[0] == fail - 1 < 50

@@ -1,6 +1,7 @@
 """What "Cross-attention" measures: how well learned cross-attention agrees with a date's true
-alignment (:class:`attn.book.data.DateTask`), and the floating-point cost of a decoder step with and
-without the cross-attention cache.
+alignment (:class:`attn.book.data.DateTask`), what it gives when its soft weights are hardened to
+one-hot rows at inference (:func:`cross_attention_output`, :class:`hard_cross_attention`), and the
+floating-point cost of a decoder step with and without the cross-attention cache.
 
 "Why attention" uses :func:`alignment_scores` on its RNN's additive attention too.
 Tests: tests/test_cross_chapter.py.
@@ -8,12 +9,17 @@ Tests: tests/test_cross_chapter.py.
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from attn import _checks
+from attn import _checks, masks
+from attn.attention import MultiHeadAttention
 
-__all__ = ["DATE_DIGITS", "DATE_FIELDS", "alignment_scores", "date_field_mass", "decoder_step_flops",
-           "year_digit_breakdown"]
+__all__ = ["DATE_DIGITS", "DATE_FIELDS", "alignment_scores", "cross_attention_output", "date_field_mass",
+           "decoder_step_flops", "hard_cross_attention", "year_digit_breakdown"]
 
 
 #: Target positions of the digits of an ISO date ``YYYY-MM-DD``, per field (hyphens have no source).
@@ -104,3 +110,87 @@ def decoder_step_flops(B: int, S: int, D: int, t: int, *, reproject: bool) -> in
     if reproject:
         flops += 2 * B * 2 * S * D * D  # K = M W_K and V = M W_V, again
     return flops
+
+
+def cross_attention_output(module: MultiHeadAttention, query: torch.Tensor, memory: torch.Tensor,
+                           key_mask: torch.Tensor | None = None, *, hard: bool = False
+                           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cross-attention recomputed from ``module``'s public weights, soft or hardened.
+
+    With ``hard=False`` this is what ``module(query, memory, key_mask=key_mask)`` computes. With
+    ``hard=True`` every row of weights is replaced by a one-hot at its argmax (the most attended
+    real source position takes all the weight), and the output is that single value row, mixed
+    by ``out_proj``. Hardening a model trained with soft weights at inference is not training with
+    hard attention.
+
+    Args:
+        module: the cross-attention (no ``positional``).
+        query: ``(B, L, D)`` decoder states; memory: ``(B, S, D)``.
+        key_mask: ``(B, S)`` bool, ``True`` = real source position, or ``None``.
+        hard: one-hot rows at the argmax instead of the softmax.
+
+    Returns:
+        output ``(B, L, D)`` and the weights used ``(B, H, L, S)``.
+    """
+    if not isinstance(module, MultiHeadAttention) or module.positional is not None:
+        raise TypeError(f"module must be an attn.MultiHeadAttention without positional, got {type(module).__name__}")
+    for name, x in (("query", query), ("memory", memory)):
+        _checks.tensor(name, x, min_dim=3)
+        if x.dim() != 3:
+            raise ValueError(f"{name} must have shape (B, N, D), got {_checks.fmt(x.shape)}")
+        _checks.last_dim(name, x, module.d_model, "d_model")
+    B, L, D = query.shape
+    S, H, E = memory.shape[1], module.num_heads, module.d_head
+    if memory.shape[0] != B:
+        raise ValueError(f"query {_checks.fmt(query.shape)} and memory {_checks.fmt(memory.shape)} must share B")
+    W, b = module.in_proj.weight, module.in_proj.bias
+    bq, bk, bv = (None, None, None) if b is None else b.split(D)
+    q = F.linear(query, W[:D], bq).view(B, L, H, E).transpose(1, 2)  # (B, H, L, E)
+    k = F.linear(memory, W[D : 2 * D], bk).view(B, S, H, E).transpose(1, 2)  # (B, H, S, E)
+    v = F.linear(memory, W[2 * D :], bv).view(B, S, H, E).transpose(1, 2)  # (B, H, S, E)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(E)  # (B, H, L, S)
+    if key_mask is not None:
+        if key_mask.dtype != torch.bool or key_mask.shape != (B, S):
+            raise ValueError(f"key_mask must be bool (B, S) = {_checks.fmt((B, S))}, got "
+                             f"{key_mask.dtype} {_checks.fmt(key_mask.shape)}")
+        scores = scores.masked_fill(~key_mask[:, None, None, :], float("-inf"))
+    # (B, H, L, S). Hard: one 1 per row, at the argmax of the scores (the softmax keeps their order).
+    w = F.one_hot(scores.argmax(-1), S).to(v.dtype) if hard else masks.masked_softmax(scores)
+    z = (w @ v).transpose(1, 2).reshape(B, L, D)  # (B, L, D): heads side by side
+    return module.out_proj(z), w
+
+
+class hard_cross_attention:
+    """Context manager: inside it, every cross-attention of ``model`` (the modules whose name ends in
+    ``cross_attn``, as in :class:`attn.models.Seq2Seq`) puts all of each row's weight on its argmax
+    (:func:`cross_attention_output` with ``hard=True``), with forward hooks removed on exit.
+
+    >>> with hard_cross_attention(model):
+    ...     tokens = model.generate(src, 11, src_key_mask=key_mask, start_id=1)
+    """
+
+    def __init__(self, model: nn.Module):
+        self.modules = [m for name, m in model.named_modules()
+                        if name.endswith("cross_attn") and isinstance(m, MultiHeadAttention)]
+        if not self.modules:
+            raise ValueError(f"model has no MultiHeadAttention named '...cross_attn' ({type(model).__name__})")
+        self.handles: list = []
+
+    @staticmethod
+    def _hook(module, args, kwargs, output):
+        query, memory = args[0], (args[1] if len(args) > 1 else kwargs["key"])
+        if kwargs.get("mask") is not None:
+            raise ValueError("hard_cross_attention handles key_mask only; this call passed mask")
+        out, w = cross_attention_output(module, query, memory, kwargs.get("key_mask"), hard=True)
+        if output[1] is None:
+            return out, None
+        return out, (w.mean(1) if kwargs.get("average_weights", True) else w)
+
+    def __enter__(self) -> hard_cross_attention:
+        self.handles = [m.register_forward_hook(self._hook, with_kwargs=True) for m in self.modules]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for h in self.handles:
+            h.remove()
+        self.handles = []
