@@ -10,6 +10,7 @@ the Chinese one, built from zh/ (written by ``python -m scripts.zh build``), is 
 from __future__ import annotations
 
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -41,7 +42,11 @@ def build(out: pathlib.Path = ROOT, *, timeout: float = 900) -> tuple[pathlib.Pa
             failed.append(f"{lang} (exit {proc.returncode})")
     log = "\n".join(logs)
     if failed:
-        raise BuildError(f"jupyter-book build failed: {', '.join(failed)} after {time.perf_counter() - start:.0f} s:\n{log[-8000:]}")
+        # the warnings first (-W makes each one fatal; they scroll by long before the log's end), then its tail
+        plain = re.sub(r"\x1b\[[0-9;]*m", "", log)
+        problems = "\n".join(line for line in plain.splitlines() if re.search(r"\b(WARNING|ERROR|CRITICAL)\b", line))
+        raise BuildError(f"jupyter-book build failed: {', '.join(failed)} after {time.perf_counter() - start:.0f} s:\n"
+                         f"{problems[:8000]}\n---- the log's end:\n{plain[-4000:]}")
     html = out / "_build" / "html"
     for lang, (dest, _) in procs.items():
         place = EDITIONS[lang][1]

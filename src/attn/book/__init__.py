@@ -13,6 +13,8 @@ Shared by the chapters:
 - :mod:`attn.book.train`: the training loop, the token loss, runs side by side, a moving average;
 - :mod:`attn.book.pretraining`: the trained BERT, GPT and T5 (recipes, objectives, baselines and
   the checkpoints shipped with the package);
+- :mod:`attn.book.finetune`: pre-train, then fine-tune: a labelled task made from the text, a small
+  BERT fine-tuned on it with and without masked-LM pre-training;
 - :mod:`attn.book.results`: the stored results of the benchmarks and training scripts;
 - :mod:`attn.book.notebook`: glue for the prose, in the book's build and outside it;
 - :mod:`attn.book.viz` (plots and tables) and :mod:`attn.book.diagram` (figures of the ideas);
@@ -25,7 +27,7 @@ One module per chapter for what only that chapter computes and measures, named a
 :mod:`~attn.book.multi_head_attention`, :mod:`~attn.book.cross_attention`,
 :mod:`~attn.book.causal_attention`, :mod:`~attn.book.positional_encodings`,
 :mod:`~attn.book.transformer_architecture`, :mod:`~attn.book.model_variants`,
-:mod:`~attn.book.efficient_attention`, :mod:`~attn.book.applications`; and :mod:`~attn.book.scaling`
+:mod:`~attn.book.debugging_attention`, :mod:`~attn.book.efficient_attention`, :mod:`~attn.book.applications`; and :mod:`~attn.book.scaling`
 (small language models trained at several sizes and data budgets, a power law fitted to them).
 """
 
@@ -33,8 +35,9 @@ import importlib
 
 #: Every module of the book's material, loaded on first use.
 MODULES = (
-    "applications", "bugs", "causal_attention", "cross_attention", "data", "diagram", "efficient_attention", "examples",
-    "exercises", "model_variants", "multi_head_attention", "notebook", "positional_encodings", "pretraining",
+    "applications", "bugs", "causal_attention", "cross_attention", "data", "debugging_attention", "diagram",
+    "efficient_attention", "examples",
+    "exercises", "finetune", "model_variants", "multi_head_attention", "notebook", "positional_encodings", "pretraining",
     "results", "scaling", "self_attention", "source_listing", "train", "transformer_architecture", "viz",
     "why_attention", "widgets",
 )
