@@ -34,6 +34,9 @@ for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same 
 8. Fold the optional sections: a section whose label ends in ``-deeper`` (``(self_attention-deeper)=``
    above its heading, "Going deeper") keeps its heading and folds its body into a ``<details>``
    element, closed until the reader opens it. The reader editions keep such a section whole.
+
+9. The API reference names a class's public ancestors in its "Bases" line: a private base shared
+   inside a module (``attn.variants._Family``) is replaced by its own bases.
 """
 
 from __future__ import annotations
@@ -426,9 +429,21 @@ def depart_folded_section(self, node) -> None:  # noqa: ARG001 (a Sphinx visitor
     self.body.append("</details>\n")
 
 
+def public_bases(app, name, obj, options, bases) -> None:  # noqa: ARG001  (Sphinx's signature)
+    """``autodoc-process-bases``: each private base in ``bases`` gives way to its own bases (in place)."""
+    i = 0
+    while i < len(bases):
+        base = bases[i]
+        if isinstance(base, type) and base.__name__.startswith("_"):
+            bases[i : i + 1] = [b for b in base.__bases__ if b not in bases]
+        else:
+            i += 1
+
+
 def setup(app):
     app.add_node(folded_section, html=(visit_folded_section, depart_folded_section))
     app.connect("doctree-read", fold_optional_sections)
+    app.connect("autodoc-process-bases", public_bases)
     app.add_config_value("attn_other_edition", None, "html")
     app.add_config_value("attn_index_link", "continue to the book", "html")  # index.html's link text
     app.connect("html-page-context", link_other_edition)
