@@ -8,6 +8,7 @@ from torch.testing import assert_close
 import attn
 from attn import masks
 from attn.blocks import Decoder, DecoderLayer, EncoderLayer, Transformer
+from attn.models import TokenModel
 
 TOL = dict(atol=2e-5, rtol=2e-5)
 D, H, FF = 32, 4, 64
@@ -429,3 +430,22 @@ def test_stacks_without_a_final_norm_and_copies_keep_eps_and_own_their_norms():
     ref = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1, norm=nn.LayerNorm(8))
     ours = attn.blocks.Encoder.from_torch(ref)
     assert ours.norm.weight.data_ptr() != ref.norm.weight.data_ptr()  # a copy, not shared parameters
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_d_ff_0_is_an_attention_only_layer(norm_first):
+    """No feed-forward and no second norm: x + MHA(LN(x)) (pre-LN) or LN(x + MHA(x)) (post-LN), and a
+    TokenModel with d_ff=0 is built of such layers (the induction-heads chapter's models)."""
+    torch.manual_seed(0)
+    layer = EncoderLayer(16, 4, 0, dropout=0.0, norm_first=norm_first).eval()
+    assert layer.ff is None and layer.norm2 is None
+    assert sum(p.numel() for p in layer.parameters()) == 4 * 16 * 16 + 4 * 16 + 2 * 16  # Q, K, V, O (+ biases), LN
+    x = torch.randn(2, 5, 16)
+    mha = lambda h: layer.self_attn(h, is_causal=True)[0]  # noqa: E731
+    want = x + mha(layer.norm1(x)) if norm_first else layer.norm1(x + mha(x))
+    assert_close(layer(x, is_causal=True), want)
+    model = TokenModel(7, 16, 4, num_layers=2, d_ff=0, is_causal=True)
+    assert all(layer.ff is None for layer in model.layers)
+    assert all(layer.ff.linear1.out_features == 64 for layer in TokenModel(7, 16, 4).layers)  # default 4 D
+    with pytest.raises(ValueError, match=r"d_ff must be a non-negative integer \(0: an attention-only layer\), got -1"):
+        EncoderLayer(16, 4, -1)

@@ -198,6 +198,43 @@ def test_js_forward_equals_attn_for_every_position_encoding_and_mask(forward_run
         assert js_weights(got[2])[:, :, 0].eq(0).all()  # a query that sees no key: zeros, not NaN
 
 
+def test_js_runs_attention_only_models_and_ablates_heads_as_attn_head_mask_does():
+    """d_ff = 0 (no feed-forward, no second norm: the induction-heads chapter's models), pre- and post-LN,
+    and headMask against attn's MultiHeadAttention.head_mask: logits and each head's own weights."""
+    torch.manual_seed(1)
+    cases, calls = [], []
+    for norm_first in (True, False):
+        model = TokenModel(V, D, H, num_layers=2, d_ff=0, max_len=MAX_LEN, is_causal=True, norm_first=norm_first,
+                           positional=pos.LearnedPositionalEncoding(D, MAX_LEN)).eval()
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.3 * torch.randn_like(p))
+                p.copy_(p.half().float())
+        spec = model_state(model)
+        assert spec["config"]["d_ff"] == 0 and spec["config"]["activation"] is None
+        assert not any(".ff." in k or "norm2" in k for k in spec["tensors"])
+        for ablated in ((), ((0, 1),), ((0, 2), (1, 3))):
+            head_mask = [[0.0 if (li, h) in ablated else 1.0 for h in range(H)] for li in range(2)]
+            cases.append((model, head_mask))
+            calls.append({"fn": "runModel", "args": [spec, TOKENS, {"headMask": head_mask}]})
+    got = call_nn(calls)
+    ref = torch_reference(cases[0][0].double(), TOKENS)[0]
+    for (model, head_mask), js in zip(cases, got, strict=True):
+        m64 = model.double()
+        for layer, factors in zip(m64.layers, head_mask, strict=True):
+            layer.self_attn.head_mask = t64(factors)
+        logits, weights = torch_reference(m64, TOKENS)
+        for layer in m64.layers:
+            layer.self_attn.head_mask = None
+        model.float()
+        assert_close(t64(js["logits"]), logits, atol=1e-10, rtol=0)
+        assert_close(js_weights(js), weights, atol=1e-12, rtol=0)
+    assert (t64(got[1]["logits"]) - ref).abs().max() > 1e-3  # the ablation changed the output
+    bad = call_nn([{"fn": "runModel", "args": [model_state(cases[0][0]), TOKENS, {"headMask": [[1, 1]]}],
+                    "catches": True}])[0]["error"]
+    assert "headMask must be number[2][4]" in bad
+
+
 def test_js_cached_decoding_equals_the_full_pass_and_attn_generate():
     tokens, chunks = [2, 7, 1, 8, 2, 8, 1, 8, 2, 8], [4, 1, 1, 3, 1]
     models = [seeded_model(p, is_causal=True, norm_first=True, seed=1) for p in POSITIONAL]

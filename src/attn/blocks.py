@@ -96,7 +96,9 @@ class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each with a residual connection and a norm.
 
     Args:
-        d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width.
+        d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width;
+            ``d_ff=0`` builds an attention-only layer (no feed-forward sublayer and no second norm:
+            ``self.ff`` and ``self.norm2`` are ``None``), the models of the induction-heads chapter.
         dropout: on the attention weights, inside the feed-forward and on each sublayer's output.
         activation: the feed-forward's, a name in :data:`ACTIVATIONS` or a callable.
         norm_first: pre-LN (``x + Sublayer(LN(x))``) instead of post-LN (``LN(x + Sublayer(x))``).
@@ -123,9 +125,10 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
-        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
+        attention_only = _checks.non_negative_int("d_ff", d_ff, " (0: an attention-only layer)") == 0
+        self.ff = None if attention_only else FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
         self.norm1 = _norm(norm, d_model, eps, bias)
-        self.norm2 = _norm(norm, d_model, eps, bias)
+        self.norm2 = None if attention_only else _norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -141,10 +144,12 @@ class EncoderLayer(nn.Module):
         it decode one token at a time."""
         if self.norm_first:
             x = x + self._sa(self.norm1(x), mask, key_mask, is_causal, cache)
-            x = x + self.dropout2(self.ff(self.norm2(x)))
+            if self.ff is not None:
+                x = x + self.dropout2(self.ff(self.norm2(x)))
         else:
             x = self.norm1(x + self._sa(x, mask, key_mask, is_causal, cache))
-            x = self.norm2(x + self.dropout2(self.ff(x)))
+            if self.ff is not None:
+                x = self.norm2(x + self.dropout2(self.ff(x)))
         return x
 
     @classmethod

@@ -145,8 +145,8 @@ export function onlineSoftmaxSteps(scores, values, blockSize) {
 //
 // A model arrives as the JSON that attn.book.widgets.model_state writes (format "attn-model/1"):
 // {format, config, vocab?, tensors: {name: {dtype: "float16"|"float32", shape, data: base64}}}.
-// config: vocab_size, d_model, num_heads, num_layers, d_ff, max_len, is_causal, norm_first, eps,
-// activation ("relu" | "gelu" | "gelu_new" | "gelu_pytorch_tanh"), embed_scale (TokenModel: sqrt(D);
+// config: vocab_size, d_model, num_heads, num_layers, d_ff (0: attention-only layers, no feed-forward
+// and no norm2), max_len, is_causal, norm_first, eps, activation (null when d_ff is 0, else"relu" | "gelu" | "gelu_new" | "gelu_pytorch_tanh"), embed_scale (TokenModel: sqrt(D);
 // GPT: 1), positional ("none" | "sinusoidal" | "learned" | "rope" | "alibi"), positional_base,
 // final_norm, tied_head. Tensor names follow attn's modules: embed, pos, layers.{i}.self_attn.in_proj.
 // {weight,bias}, .out_proj., .ff.linear1., .ff.linear2., .norm1., .norm2., norm., head.{weight,bias}.
@@ -273,7 +273,7 @@ export function alibiSlopes(H) {
 export function loadModel(spec) {
   need(spec && spec.format === MODEL_FORMAT, `spec must be a model written by attn.book.widgets.model_state (format ${MODEL_FORMAT}), got format ${spec && spec.format}`);
   const c = spec.config, T = spec.tensors, D = c.d_model;
-  need(ACTIVATIONS[c.activation], `spec.config.activation ${c.activation} is not one of ${Object.keys(ACTIVATIONS)}`);
+  need(c.d_ff === 0 || ACTIVATIONS[c.activation], `spec.config.activation ${c.activation} is not one of ${Object.keys(ACTIVATIONS)}`);
   need(["none", "sinusoidal", "learned", "rope", "alibi"].includes(c.positional), `spec.config.positional ${c.positional} is not supported`);
   const get = (name) => (T[name] ? decodeTensor(T[name], name) : null);
   const mat = (name) => { const t = get(name); return t && rows(t, t.shape[0], t.shape[1]); };
@@ -331,12 +331,17 @@ function checkTokens(model, tokens, offset, name) {
  * options.cache (newCache): the tokens continue the cached ones (S = cached + L; positions start at
  * the cached length); their keys and values are appended to it. options.keyMask: boolean[S], true =
  * a real token (false = padding), as attn's key_mask. options.mask: boolean[][] (L, S) replacing the
- * causal mask, as TokenModel's mask. Causal attention is aligned bottom-right, as in attn: query i
+ * causal mask, as TokenModel's mask. options.headMask: number[layers][heads], each head's output
+ * multiplied by its factor before W_O (0 ablates it), as attn's MultiHeadAttention.head_mask; the
+ * returned weights are the heads' own. Causal attention is aligned bottom-right, as in attn: query i
  * sees keys j <= i + S - L. A query that may see no key gets zero weights and a zero output.
  * Throws an Error naming tokens for an unknown id or a sequence longer than max_len.
  */
-export function forward(model, tokens, { cache = null, keyMask = null, mask = null } = {}) {
+export function forward(model, tokens, { cache = null, keyMask = null, mask = null, headMask = null } = {}) {
   const c = model.config, D = c.d_model, H = c.num_heads, E = D / H;
+  if (headMask != null) need(Array.isArray(headMask) && headMask.length === c.num_layers
+    && headMask.every((r) => Array.isArray(r) && r.length === H),
+  `headMask must be number[${c.num_layers}][${H}] (one factor per layer and head), got ${shapeOf(headMask)}`);
   const offset = cache ? cache.length : 0;
   checkTokens(model, tokens, offset, "tokens");
   const L = tokens.length, S = offset + L;
@@ -379,7 +384,8 @@ export function forward(model, tokens, { cache = null, keyMask = null, mask = nu
           -model.slopes[hd] * Math.abs(j - (S - L + i)))) : null;  // -m_h |i - j|, queries at S - L + i
         const r = attention(q, K, Vv, { mask: allowed, bias });
         heads.push(r.weights);
-        outs.push(r.out);
+        const keep = headMask ? headMask[li][hd] : 1;  // 0 silences the head before W_O (attn's head_mask)
+        outs.push(keep === 1 ? r.out : r.out.map((row) => row.map((v) => v * keep)));
       }
       perLayer.push(heads);
       const z = outs[0].map((_, i) => outs.flatMap((o) => o[i]));  // (L, D): heads concatenated
@@ -393,10 +399,10 @@ export function forward(model, tokens, { cache = null, keyMask = null, mask = nu
     const ln = (h, [g, b]) => layerNorm(h, g, b, c.eps);
     if (c.norm_first) {
       x = add(x, attend(ln(x, layer.norm1)));
-      x = add(x, ff(ln(x, layer.norm2)));
+      if (c.d_ff > 0) x = add(x, ff(ln(x, layer.norm2)));  // d_ff 0: an attention-only layer
     } else {
       x = ln(add(x, attend(x)), layer.norm1);
-      x = ln(add(x, ff(x)), layer.norm2);
+      if (c.d_ff > 0) x = ln(add(x, ff(x)), layer.norm2);
     }
   });
   if (cache) cache.length = S;

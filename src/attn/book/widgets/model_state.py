@@ -77,7 +77,7 @@ def model_state(model: nn.Module, *, dtype: str = "float16", vocab=None) -> dict
     layer = model.layers[0]
     if not isinstance(layer.norm1, nn.LayerNorm):
         raise ValueError(f"the front end supports LayerNorm blocks, got {type(layer.norm1).__name__}")
-    if layer.ff.activation is None:
+    if layer.ff is not None and layer.ff.activation is None:
         raise ValueError("the front end needs a named activation (attn.blocks.ACTIVATIONS), got a callable")
     positional, base, table = _positional(model)
     D = layer.self_attn.d_model
@@ -85,9 +85,9 @@ def model_state(model: nn.Module, *, dtype: str = "float16", vocab=None) -> dict
     tied = model.head.weight is model.embed.weight
     config = dict(
         vocab_size=model.embed.num_embeddings, d_model=D, num_heads=layer.self_attn.num_heads,
-        num_layers=len(model.layers), d_ff=layer.ff.linear1.out_features, max_len=model.max_len,
+        num_layers=len(model.layers), d_ff=0 if layer.ff is None else layer.ff.linear1.out_features, max_len=model.max_len,
         is_causal=True if is_gpt else bool(model.is_causal), norm_first=bool(layer.norm_first),
-        eps=float(layer.norm1.eps), activation=layer.ff.activation,
+        eps=float(layer.norm1.eps), activation=None if layer.ff is None else layer.ff.activation,
         embed_scale=1.0 if is_gpt else math.sqrt(D), positional=positional, positional_base=base,
         final_norm=isinstance(model.norm, nn.LayerNorm), tied_head=tied,
     )
