@@ -7,7 +7,7 @@ from torch.testing import assert_close
 
 import attn
 from attn import masks
-from attn.blocks import Decoder, DecoderLayer, EncoderLayer, Transformer
+from attn.blocks import AttentionOnlyLayer, Decoder, DecoderLayer, EncoderLayer, Transformer
 from attn.models import TokenModel
 
 TOL = dict(atol=2e-5, rtol=2e-5)
@@ -433,19 +433,25 @@ def test_stacks_without_a_final_norm_and_copies_keep_eps_and_own_their_norms():
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
-def test_d_ff_0_is_an_attention_only_layer(norm_first):
-    """No feed-forward and no second norm: x + MHA(LN(x)) (pre-LN) or LN(x + MHA(x)) (post-LN), and a
-    TokenModel with d_ff=0 is built of such layers (the induction-heads chapter's models)."""
+def test_attention_only_layer_is_the_encoder_layer_without_its_feed_forward(norm_first):
+    """x + MHA(LN(x)) (pre-LN) or LN(x + MHA(x)) (post-LN), and a TokenModel with d_ff=0 is built of
+    such layers (the induction-heads chapter's models)."""
     torch.manual_seed(0)
-    layer = EncoderLayer(16, 4, 0, dropout=0.0, norm_first=norm_first).eval()
-    assert layer.ff is None and layer.norm2 is None
+    layer = AttentionOnlyLayer(16, 4, dropout=0.0, norm_first=norm_first).eval()
+    assert layer.ff is None and layer.norm2 is None and isinstance(layer, EncoderLayer)
     assert sum(p.numel() for p in layer.parameters()) == 4 * 16 * 16 + 4 * 16 + 2 * 16  # Q, K, V, O (+ biases), LN
     x = torch.randn(2, 5, 16)
     mha = lambda h: layer.self_attn(h, is_causal=True)[0]  # noqa: E731
     want = x + mha(layer.norm1(x)) if norm_first else layer.norm1(x + mha(x))
     assert_close(layer(x, is_causal=True), want)
+    full = EncoderLayer(16, 4, 8, dropout=0.0, norm_first=norm_first).eval()
+    with torch.no_grad():  # the same layer with its feed-forward's output zeroed: equal when pre-LN
+        full.self_attn.load_state_dict(layer.self_attn.state_dict())
+        full.norm1.load_state_dict(layer.norm1.state_dict())
+        full.ff.linear2.weight.zero_()
+        full.ff.linear2.bias.zero_()
+    if norm_first:
+        assert_close(full(x, is_causal=True), want)
     model = TokenModel(7, 16, 4, num_layers=2, d_ff=0, is_causal=True)
-    assert all(layer.ff is None for layer in model.layers)
+    assert all(type(layer) is AttentionOnlyLayer for layer in model.layers)
     assert all(layer.ff.linear1.out_features == 64 for layer in TokenModel(7, 16, 4).layers)  # default 4 D
-    with pytest.raises(ValueError, match=r"d_ff must be a non-negative integer \(0: an attention-only layer\), got -1"):
-        EncoderLayer(16, 4, -1)

@@ -23,8 +23,8 @@ from torch import nn
 from attn import _checks
 from attn.attention import KVCache, MultiHeadAttention
 
-__all__ = ["ACTIVATIONS", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "Transformer",
-           "activation_function"]
+__all__ = ["ACTIVATIONS", "AttentionOnlyLayer", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward",
+           "Transformer", "activation_function"]
 
 #: The activations a layer accepts by name (the one table of the package). PyTorch's two
 #: (``"relu"``, ``"gelu"``, the exact erf GELU) and the names Hugging Face configs use for the tanh
@@ -96,9 +96,7 @@ class EncoderLayer(nn.Module):
     """Self-attention then feed-forward, each with a residual connection and a norm.
 
     Args:
-        d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width;
-            ``d_ff=0`` builds an attention-only layer (no feed-forward sublayer and no second norm:
-            ``self.ff`` and ``self.norm2`` are ``None``), the models of the induction-heads chapter.
+        d_model, num_heads, d_ff: the sizes ``D``, ``H`` and the feed-forward's hidden width.
         dropout: on the attention weights, inside the feed-forward and on each sublayer's output.
         activation: the feed-forward's, a name in :data:`ACTIVATIONS` or a callable.
         norm_first: pre-LN (``x + Sublayer(LN(x))``) instead of post-LN (``LN(x + Sublayer(x))``).
@@ -125,10 +123,9 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.norm_first = norm_first
         self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
-        attention_only = _checks.non_negative_int("d_ff", d_ff, " (0: an attention-only layer)") == 0
-        self.ff = None if attention_only else FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
+        self.ff = FeedForward(d_model, d_ff, dropout=dropout, activation=activation, bias=bias)
         self.norm1 = _norm(norm, d_model, eps, bias)
-        self.norm2 = None if attention_only else _norm(norm, d_model, eps, bias)
+        self.norm2 = _norm(norm, d_model, eps, bias)
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
 
@@ -144,12 +141,10 @@ class EncoderLayer(nn.Module):
         it decode one token at a time."""
         if self.norm_first:
             x = x + self._sa(self.norm1(x), mask, key_mask, is_causal, cache)
-            if self.ff is not None:
-                x = x + self.dropout2(self.ff(self.norm2(x)))
+            x = x + self.dropout2(self.ff(self.norm2(x)))
         else:
             x = self.norm1(x + self._sa(x, mask, key_mask, is_causal, cache))
-            if self.ff is not None:
-                x = self.norm2(x + self.dropout2(self.ff(x)))
+            x = self.norm2(x + self.dropout2(self.ff(x)))
         return x
 
     @classmethod
@@ -159,6 +154,37 @@ class EncoderLayer(nn.Module):
         _copy_mha(ours.self_attn, layer.self_attn)
         _copy_ff_norms(ours, layer, 2)
         return ours
+
+
+class AttentionOnlyLayer(EncoderLayer):
+    """Self-attention with its residual connection and norm, and no feed-forward sublayer: the layer of
+    the attention-only models of the induction-heads chapter (Elhage et al., 2021), where every
+    computation between tokens and inside them is done by heads.
+
+    Args:
+        d_model, num_heads, dropout, norm_first, eps, positional, bias, norm: as :class:`EncoderLayer`
+            (``self.ff`` and ``self.norm2`` are ``None``).
+
+    Shape:
+        ``x`` ``(B, L, D)`` in, the same shape out.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, *, dropout: float = 0.1, norm_first: bool = False,
+                 eps: float = 1e-5, positional: nn.Module | None = None, bias: bool = True, norm: str = "layer"):
+        nn.Module.__init__(self)
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout, bias=bias, positional=positional)
+        self.ff, self.norm2 = None, None
+        self.norm1 = _norm(norm, d_model, eps, bias)
+        self.dropout1 = nn.Dropout(dropout)
+
+    def forward(
+        self, x: torch.Tensor, *, mask=None, key_mask=None, is_causal: bool = False, cache: KVCache | None = None
+    ) -> torch.Tensor:
+        """``x + SA(LN(x))`` (pre-LN) or ``LN(x + SA(x))``; the arguments are :meth:`EncoderLayer.forward`'s."""
+        if self.norm_first:
+            return x + self._sa(self.norm1(x), mask, key_mask, is_causal, cache)
+        return self.norm1(x + self._sa(x, mask, key_mask, is_causal, cache))
 
 
 class DecoderLayer(nn.Module):

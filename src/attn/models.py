@@ -20,7 +20,7 @@ from torch import nn
 from attn import _checks
 from attn import positional as pos
 from attn.attention import KVCache
-from attn.blocks import Decoder, EncoderLayer, Transformer
+from attn.blocks import AttentionOnlyLayer, Decoder, EncoderLayer, Transformer
 from attn.generation import GenerationMixin
 
 __all__ = ["Seq2Seq", "TokenModel"]
@@ -59,7 +59,7 @@ class TokenModel(GenerationMixin, nn.Module):
 
     Args:
         vocab_size, d_model, num_heads, num_layers, d_ff (default ``4 * d_model``): sizes;
-            ``d_ff=0`` makes every layer attention-only (see :class:`attn.blocks.EncoderLayer`).
+            ``d_ff=0`` makes every layer an :class:`attn.blocks.AttentionOnlyLayer` (no feed-forward).
         is_causal: each position sees only itself and the past (decoder-only LM).
         positional: ``"sinusoidal"`` (default), ``None``, or an :mod:`attn.positional` module
             (input encodings are added to the embeddings; score/rotary ones act in every layer).
@@ -74,8 +74,10 @@ class TokenModel(GenerationMixin, nn.Module):
         self.embed = _embedding(vocab_size, d_model)
         self.pos_input, pos_attn = _input_positional(positional, d_model, max_len)
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, 4 * d_model if d_ff is None else d_ff, dropout=dropout,
-                         norm_first=norm_first, positional=pos_attn)
+            AttentionOnlyLayer(d_model, num_heads, dropout=dropout, norm_first=norm_first, positional=pos_attn)
+            if d_ff == 0 else
+            EncoderLayer(d_model, num_heads, d_ff or 4 * d_model, dropout=dropout, norm_first=norm_first,
+                         positional=pos_attn)
             for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
