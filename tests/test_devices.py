@@ -117,6 +117,8 @@ CASES = {
     "FeedForward": lambda d, t: build(d, t, lambda: attn.blocks.FeedForward(8, 16))(rnd(d, t, 2, 5, 8)),
     "EncoderLayer(norm_first)": lambda d, t: build(d, t, lambda: attn.blocks.EncoderLayer(8, 2, 16, norm_first=True))(
         rnd(d, t, 2, 5, 8), is_causal=True),
+    "AttentionOnlyLayer": lambda d, t: build(d, t, lambda: attn.blocks.AttentionOnlyLayer(8, 2, norm_first=True))(
+        rnd(d, t, 2, 5, 8), is_causal=True),
     "DecoderLayer": lambda d, t: build(d, t, lambda: attn.blocks.DecoderLayer(8, 2, 16))(
         rnd(d, t, 2, 3, 8), rnd(d, t, 2, 5, 8), memory_key_mask=torch.ones(2, 5, dtype=torch.bool, device=d)),
     "Encoder": lambda d, t: build(d, t, lambda: attn.blocks.Encoder(attn.blocks.EncoderLayer(8, 2, 16), 2))(

@@ -27,7 +27,8 @@ One module per chapter for what only that chapter computes and measures, named a
 :mod:`~attn.book.multi_head_attention`, :mod:`~attn.book.cross_attention`,
 :mod:`~attn.book.causal_attention`, :mod:`~attn.book.positional_encodings`,
 :mod:`~attn.book.transformer_architecture`, :mod:`~attn.book.model_variants`,
-:mod:`~attn.book.debugging_attention`, :mod:`~attn.book.efficient_attention`, :mod:`~attn.book.applications`; and :mod:`~attn.book.scaling`
+:mod:`~attn.book.debugging_attention`, :mod:`~attn.book.induction_heads`, :mod:`~attn.book.efficient_attention`,
+:mod:`~attn.book.applications`; and :mod:`~attn.book.scaling`
 (small language models trained at several sizes and data budgets, a power law fitted to them).
 """
 
@@ -37,7 +38,7 @@ import importlib
 MODULES = (
     "applications", "bugs", "causal_attention", "cross_attention", "data", "debugging_attention", "diagram",
     "efficient_attention", "examples",
-    "exercises", "finetune", "model_variants", "multi_head_attention", "notebook", "positional_encodings", "pretraining",
+    "exercises", "finetune", "induction_heads", "model_variants", "multi_head_attention", "notebook", "positional_encodings", "pretraining",
     "results", "scaling", "self_attention", "source_listing", "train", "transformer_architecture", "viz",
     "why_attention", "widgets",
 )
