@@ -310,10 +310,18 @@ def _headingless(text: str) -> str:
     return re.sub(r"^#+ .*$", " ", text, flags=re.M)
 
 
-def terminology_problems(english: str, chinese: str, terms=None) -> list[str]:
+# The book's core terms are glossed once in the book, in the first chapter (book order) that uses them, not in
+# every chapter: a reader meets 注意力（attention） in the first chapter and, by the fifth, no longer needs the
+# English after 注意力, 词元, 查询, 键 and 值 (a native editor counted 20-38 glosses a chapter). Every other glossary
+# term keeps its English at its first use in each chapter, since chapters are also read on their own.
+CORE_TERMS = ("注意力", "词元", "查询", "键", "值")
+
+
+def terminology_problems(english: str, chinese: str, terms=None, glossed_before=frozenset()) -> list[str]:
     """Each glossary term the English prose uses must appear in the Chinese prose as the glossary's
     Chinese term, with an English form in parentheses right after its first use outside headings
-    (a one-character term: after some use). ``english``/``chinese``: a chapter's prose, in order."""
+    (a one-character term: after some use); the core terms in ``glossed_before`` (glossed in an earlier
+    chapter) need no English. ``english``/``chinese``: a chapter's prose, in order."""
     terms = glossary_terms() if terms is None else terms
     out = []
     for forms, zh in terms:
@@ -323,6 +331,10 @@ def terminology_problems(english: str, chinese: str, terms=None) -> list[str]:
         for _, other in terms:  # hide longer terms that contain this one (注意力 inside 自注意力)
             if other != zh and zh in other:
                 body = body.replace(other, "\u25a1" * len(other))
+        if zh in glossed_before:
+            if zh not in body:
+                out.append(f"{zh} ({forms[0]}) is not used; the English chapter uses {forms[0]!r}")
+            continue
         if zh not in chinese:
             out.append(f"{zh} ({forms[0]}) is not used; the English chapter uses {forms[0]!r}")
             continue
@@ -358,10 +370,13 @@ def chapter_prose(path: pathlib.Path) -> tuple[str, str]:
 
 def problems() -> dict[str, dict[str, list[str]]]:
     out = {p.stem: chapter_problems(p) for p in chapters()}
+    glossed: set[str] = set()  # core terms glossed in an earlier chapter (CORE_TERMS)
     for p in chapters():
-        terms = terminology_problems(*chapter_prose(p))
+        english, chinese = chapter_prose(p)
+        terms = terminology_problems(english, chinese, glossed_before=frozenset(glossed))
         if terms:
             out[p.stem]["terms"] = terms
+        glossed |= {zh for forms, zh in glossary_terms() if zh in CORE_TERMS and any(_uses(english, f) for f in forms)}
     out.update({f"pages/{n}": page_problems(n) for n in PAGES})
     return {k: v for k, v in out.items() if v}
 

@@ -107,6 +107,26 @@ def test_the_terminology_check_wants_the_glossary_term_with_its_english_at_first
     other = "# 自注意力\n\n自注意力（self-attention）是注意力（attention）。软性对准（soft alignment）。头（head）。"
     assert zh.terminology_problems(en, other, terms) == ["软对齐 (soft alignment) is not used; the English chapter uses 'soft alignment'"]
     assert zh.terminology_problems("Nothing here uses a term.", "", terms) == []
+    # a core term glossed in an earlier chapter is used bare (zh.CORE_TERMS), but it is still used
+    bare = "# 自注意力\n\n自注意力（self-attention）是一种注意力。软对齐（soft alignment）。每个头（head）。"
+    assert zh.terminology_problems(en, bare, terms, glossed_before=frozenset({"注意力"})) == []
+    [problem] = zh.terminology_problems(en, bare, terms)
+    assert problem.startswith("the first use of 注意力 lacks its English term")
+    [problem] = zh.terminology_problems(en, bare.replace("一种注意力", "一种机制"), terms, glossed_before=frozenset({"注意力"}))
+    assert problem.startswith("注意力 (attention) is not used")
+
+
+def test_the_core_terms_are_glossed_once_in_the_book_and_bare_after_their_first_chapter():
+    first: dict[str, str] = {}
+    for path in zh.chapters():
+        english, chinese = zh.chapter_prose(path)
+        for forms, term in zh.glossary_terms():
+            if term in zh.CORE_TERMS and any(zh._uses(english, f) for f in forms):
+                glossed = re.search(re.escape(term) + r"[*_]*\s*[（(](?:" + "|".join(forms) + r")", chinese, re.I)
+                if term not in first:
+                    first[term] = path.stem
+                    assert glossed, f"{term} is first used in {path.stem}: it needs its English there"
+    assert set(first) == set(zh.CORE_TERMS), f"core terms never used: {set(zh.CORE_TERMS) - set(first)}"
 
 
 def test_lines_broken_between_chinese_characters_are_joined_but_not_a_heading_or_a_directive_line():
