@@ -9,17 +9,23 @@
 The translations live in ``i18n/zh/``:
 
 - ``<chapter>.md``, one per chapter notebook: a *unit* per markdown cell, figure caption and alt text,
-  each under a marker ``<!-- cell|caption|alt CELL-ID en:HASH -->`` that names the English cell and
-  holds a hash of the English text it translates. When the English changes, the hash no longer
+  and per code cell with a comment, each under a marker ``<!-- cell|caption|alt|code CELL-ID en:HASH -->``
+  that names the English cell and holds a hash of the English text it translates. When the English changes, the hash no longer
   matches and the unit is *stale* (``stale`` lists them, ``diff`` shows the English change).
 - ``pages/<page>.md``: the Chinese text of the Markdown pages (intro, glossary, API, references),
   whose first line ``<!-- page NAME en:HASH -->`` does the same for the English page.
 - ``strings.yml``: the book's title, the table of contents' part captions, the footer and the
   language switch.
 
+A ``code`` unit is the cell's whole source in a ```` ```python ```` fence, the English code with its
+comments in Chinese: ``check`` tokenizes both and wants every token but the comments identical, in
+the same place (``code_difference``), so a number, a string or a line cannot drift; until a code unit
+passes, the Chinese book keeps the English cell.
+
 ``build`` writes ``zh/``, the Chinese book: each chapter notebook is the English one with its
 markdown cells, captions and alt text replaced, code cells and stored outputs copied as they are
-(every number identical, glued values substituted from the same outputs); ``zh/_config.yml`` and
+(every number identical, glued values substituted from the same outputs; the code the same
+but for its comments); ``zh/_config.yml`` and
 ``zh/_toc.yml`` derived from the English ones; and the reader editions (``zh/reader/book/``) that
 Colab, Binder and the download button of a Chinese page open. ``make book`` builds ``zh/`` into
 ``_build/html/zh/``. Everything in ``zh/`` is generated: edit the overlays, then run ``build``.
@@ -29,24 +35,28 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import json
 import pathlib
 import re
 import subprocess
 import sys
+import tokenize
 
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 I18N = ROOT / "i18n" / "zh"
 ZH = ROOT / "zh"
-KINDS = ("cell", "caption", "alt")
-MARKER = re.compile(r"^<!-- (cell|caption|alt|page) ([A-Za-z0-9_.-]+) en:([0-9a-f]{12}) -->[ \t]*$", re.M)
+KINDS = ("cell", "caption", "alt", "code")
+MARKER = re.compile(r"^<!-- (cell|caption|alt|code|page) ([A-Za-z0-9_.-]+) en:([0-9a-f]{12}) -->[ \t]*$", re.M)
 PAGES = ("intro", "glossary", "api", "references")
 CJK = re.compile(r"[\u4e00-\u9fff]")
-HEADER = ("<!-- The Chinese text of book/{name}.ipynb, one unit per markdown cell, caption and alt text.\n"
+HEADER = ("<!-- The Chinese text of book/{name}.ipynb, one unit per markdown cell, caption and alt text, and\n"
+          "     per code cell with comments (its source in a python fence: translate the comments only).\n"
           "     Translate the text under each marker and keep the marker: its hash names the English text\n"
           "     translated. python -m scripts.zh stale lists units whose English changed. -->\n")
+FENCE = re.compile(r"\A(`{3,})python[ \t]*\n(.*?)\n?\1[ \t]*\Z", re.S)
 
 
 def text_hash(text: str) -> str:
@@ -65,12 +75,26 @@ def _source(cell) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
+def comments(source: str) -> list[tuple[int, str]]:
+    """(line, text) of each comment of a Python source (none if it does not tokenize: a cell magic)."""
+    try:
+        return [(t.start[0], t.string) for t in _tokens(source) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):
+        return []
+
+
+def _tokens(source: str) -> list[tokenize.TokenInfo]:
+    return list(tokenize.generate_tokens(io.StringIO(source).readline))
+
+
 def english_units(nb: dict) -> list[tuple[str, str, str]]:
     """(kind, cell id, English text) of every unit a chapter's translation has, in the notebook's order."""
     units = []
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             units.append(("cell", cell["id"], _source(cell)))
+        if cell["cell_type"] == "code" and comments(_source(cell)):
+            units.append(("code", cell["id"], _source(cell)))
         mystnb = cell.get("metadata", {}).get("mystnb", {})
         if cell["cell_type"] == "code" and mystnb.get("figure", {}).get("caption"):
             units.append(("caption", cell["id"], mystnb["figure"]["caption"]))
@@ -80,16 +104,28 @@ def english_units(nb: dict) -> list[tuple[str, str, str]]:
 
 
 def parse_overlay(text: str) -> dict[tuple[str, str], tuple[str, str]]:
-    """(kind, id) -> (hash of the English translated, Chinese text)."""
+    """(kind, id) -> (hash of the English translated, Chinese text); a code unit's text is the source
+    inside its fence."""
     marks = list(MARKER.finditer(text))
     units = {}
     for m, nxt in zip(marks, marks[1:] + [None], strict=True):
-        body = text[m.end(): nxt.start() if nxt else len(text)].strip("\n")
+        body = text[m.end(): nxt.start() if nxt else len(text)].strip("\n").rstrip()
         key = (m.group(1), m.group(2))
         if key in units:
             raise ValueError(f"unit {key[0]} {key[1]} appears twice")
-        units[key] = (m.group(3), body.rstrip())
+        if key[0] == "code":
+            fenced = FENCE.match(body)
+            if not fenced:
+                raise ValueError(f"unit code {key[1]}: its text must be the cell's source in one ```python fence")
+            body = fenced.group(2)
+        units[key] = (m.group(3), body)
     return units
+
+
+def fence(code: str) -> str:
+    """A code unit's text: the source in a python fence longer than any run of backticks in it."""
+    ticks = "`" * max(3, 1 + max((len(r) for r in re.findall(r"`+", code)), default=0))
+    return f"{ticks}python\n{code.strip(chr(10))}\n{ticks}"
 
 
 def overlay_path(name: str) -> pathlib.Path:
@@ -105,7 +141,8 @@ def write_overlay(name: str, units: list[tuple[str, str, str, str]]) -> None:
     """units: (kind, id, hash, text) in order."""
     parts = [HEADER.format(name=name)]
     for kind, cid, h, text in units:
-        parts.append(f"\n<!-- {kind} {cid} en:{h} -->\n{text.strip(chr(10))}\n")
+        body = fence(text) if kind == "code" else text.strip(chr(10))
+        parts.append(f"\n<!-- {kind} {cid} en:{h} -->\n{body}\n")
     overlay_path(name).parent.mkdir(parents=True, exist_ok=True)
     overlay_path(name).write_text("".join(parts), encoding="utf-8")
 
@@ -170,6 +207,65 @@ def prose_of(text: str) -> str:
 def _directive_body(content: str) -> str:
     """A directive's content without its ``:option: value`` lines."""
     return "\n".join(ln for ln in content.splitlines() if not re.match(r"^\s*:[\w-]+:", ln))
+
+
+# Comments a tool reads (noqa, type: ignore, pragma, fmt, %% cells): a translation keeps them as they are.
+MACHINE_COMMENT = re.compile(r"#\s*(noqa\b(?::\s*[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)?|type:\s*\S+|pragma:.*|fmt:\s*\w+|%%.*)", re.I)
+
+
+def _shown(tok: tokenize.TokenInfo) -> str:
+    what = "end of line" if tok.type in (tokenize.NEWLINE, tokenize.NL) else tokenize.tok_name[tok.type]
+    return what if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT) \
+        else f"{what} {tok.string!r}"
+
+
+def code_difference(en: str, zh: str) -> str | None:
+    """How the Chinese source of a code cell differs from the English apart from its comments (None: it
+    does not). Both are tokenized and their comments dropped; every other token must be the same, at the
+    same line and column (so whitespace inside code lines counts too), and each line keeps its line
+    breaks (a comment line stays a line). A comment a tool reads (MACHINE_COMMENT) must stay as it is."""
+    try:
+        zh_tokens = _tokens(zh)
+    except (tokenize.TokenError, SyntaxError) as e:
+        return f"the Chinese does not tokenize: {e}"
+    en_tokens = _tokens(en)
+    breaks = (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)
+
+    def key(t):  # a line break's column follows the comment before it
+        return (t.type, t.start[0]) if t.type in breaks else (t.type, t.string, t.start, t.end)
+
+    a = [t for t in en_tokens if t.type != tokenize.COMMENT]
+    b = [t for t in zh_tokens if t.type != tokenize.COMMENT]
+    for x, y in zip(a, b, strict=False):
+        if key(x) != key(y):
+            if (x.type, x.string) == (y.type, y.string):
+                return (f"line {x.start[0]}: {_shown(x)} moved from column {x.start[1] + 1} to line {y.start[0]}, "
+                        f"column {y.start[1] + 1} (whitespace or a line break changed)")
+            where = f"line {x.start[0]}" + ("" if x.type in breaks else f", column {x.start[1] + 1}")
+            hint = " (a comment line stays one line)" if {x.type, y.type} & set(breaks[:2]) else ""
+            return f"{where}: the English has {_shown(x)}, the Chinese {_shown(y)} (line {y.start[0]}){hint}"
+    if len(a) != len(b):
+        extra = (a if len(a) > len(b) else b)[min(len(a), len(b))]
+        return (f"line {extra.start[0]}: the {'Chinese ends' if len(a) > len(b) else 'English ends'} before "
+                f"{_shown(extra)}")
+    zh_comments = dict(comments(zh))
+    for line, text in comments(en):
+        m = MACHINE_COMMENT.match(text)
+        if m and m.group(0).strip() not in zh_comments.get(line, ""):
+            return f"line {line}: keep the comment {m.group(0).strip()!r} as it is"
+    return None
+
+
+def code_untranslated(en: str, zh: str) -> bool:
+    """A code unit whose comments are still in English: three words or more in the English comments
+    (other than those a tool reads) and no Chinese character in the Chinese ones."""
+    words = " ".join(MACHINE_COMMENT.sub("", c) for _, c in comments(en))
+    return not CJK.search(" ".join(c for _, c in comments(zh))) and len(re.findall(r"[A-Za-z]{2,}", words)) >= 3
+
+
+def chinese_code(en: str, zh: str) -> str:
+    """A code unit's source as the Chinese notebook holds it: the English's trailing line breaks kept."""
+    return zh.strip("\n") + en[len(en.rstrip("\n")):]
 
 
 GLUE = re.compile(r"\{glue(?::text|:md|:math|:figure)?\}`([^`:]+)")
@@ -239,7 +335,8 @@ def glued_keys(nb: dict) -> set[str]:
 
 def chapter_problems(path: pathlib.Path) -> dict[str, list[str]]:
     """Problems of one chapter's translation, by kind: stale, missing, untranslated, changed (what the
-    Chinese must keep from the English), orphan (units of cells the English no longer has)."""
+    Chinese must keep from the English; a code unit: every token but the comments), orphan (units of
+    cells the English no longer has)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     have = read_overlay(path.stem)
     found: dict[str, list[str]] = {k: [] for k in ("missing", "stale", "untranslated", "changed", "orphan", "glue")}
@@ -255,6 +352,12 @@ def chapter_problems(path: pathlib.Path) -> dict[str, list[str]]:
         zh = localise_markdown(zh) if kind == "cell" else zh  # checked as the Chinese book holds it
         if h != text_hash(en):
             found["stale"].append(unit)
+        if kind == "code":
+            if code_untranslated(en, zh):
+                found["untranslated"].append(unit)
+            if h == text_hash(en) and (differs := code_difference(en, zh)):
+                found["changed"].append(f"{unit}: {differs}")
+            continue
         if untranslated(en, zh):
             found["untranslated"].append(unit)
         elif h == text_hash(en):
@@ -451,17 +554,23 @@ def localise_markdown(text: str) -> str:
 
 
 def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
-    """The Chinese notebook of one English chapter, and the units that had no translation (kept in English)."""
+    """The Chinese notebook of one English chapter, and the units that had no translation (kept in English;
+    a code cell also when its unit is stale or changes more than comments: never old or drifted code)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     have = read_overlay(path.stem)
     zh_nb, missing = copy.deepcopy(nb), []
     for cell in zh_nb["cells"]:
-        for kind, cid, _ in english_units({"cells": [cell]}):
+        for kind, cid, en in english_units({"cells": [cell]}):
             if (kind, cid) not in have or not have[(kind, cid)][1].strip():
                 missing.append(f"{kind} {cid}")
                 continue
-            text = have[(kind, cid)][1]
-            if kind == "cell":
+            h, text = have[(kind, cid)]
+            if kind == "code":
+                if h != text_hash(en) or code_difference(en, text):
+                    missing.append(f"{kind} {cid} (stale or changed: the English code kept)")
+                else:
+                    cell["source"] = chinese_code(en, text)
+            elif kind == "cell":
                 cell["source"] = localise_markdown(text)
             elif kind == "caption":
                 cell["metadata"]["mystnb"]["figure"]["caption"] = text
