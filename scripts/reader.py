@@ -442,6 +442,8 @@ def reader_edition(path: pathlib.Path, *, citations: Citations, chapters: set[st
     elif has_exercises(nb):
         header += "\n\n" + words(lang)["exercises"].format(colab=colab_url(repo_url, exercise_path(path))).strip()
     cells = [nbformat.v4.new_markdown_cell(header)]
+    if words(lang).get("language"):  # the edition's language for the package's tables and reports (attn._locale)
+        cells.append(nbformat.v4.new_code_cell(words(lang)["language"].strip()))
     for cell in new.cells:  # a figure's caption goes right under it, as on the site
         cells.append(cell)
         caption = cell.metadata.get("mystnb", {}).get("figure", {}).get("caption")

@@ -25,7 +25,8 @@ passes, the Chinese book keeps the English cell.
 ``build`` writes ``zh/``, the Chinese book: each chapter notebook is the English one with its
 markdown cells, captions and alt text replaced, code cells and stored outputs copied as they are
 (every number identical, glued values substituted from the same outputs; the code the same
-but for its comments); ``zh/_config.yml`` and
+but for its comments; the words of the package's tables and reports in Chinese, through the string
+table the package itself uses, attn/_locale/zh.py: ``chinese_output``); ``zh/_config.yml`` and
 ``zh/_toc.yml`` derived from the English ones; and the reader editions (``zh/reader/book/``) that
 Colab, Binder and the download button of a Chinese page open. ``make book`` builds ``zh/`` into
 ``_build/html/zh/``. Everything in ``zh/`` is generated: edit the overlays, then run ``build``.
@@ -578,7 +579,107 @@ def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
                 cell["metadata"]["mystnb"]["image"]["alt"] = text
         if cell["cell_type"] == "markdown" and (("cell", cell["id"]) not in have):
             cell["source"] = localise_markdown(_source(cell))
+        if cell["cell_type"] == "code" and cell.get("outputs"):
+            cell["outputs"] = [chinese_output(o) for o in cell["outputs"]]
     return zh_nb, missing
+
+
+# --- outputs: the English run's, their words in Chinese ---------------------------------------------------
+#
+# The package's output objects (attn.book.viz.Table and Results, attn.diagnose.Report and Finding,
+# attn.book.exercises.Verdict) write their words through one string table per language (attn._locale).
+# The Chinese book does not re-run a chapter: it converts the English run's stored outputs through the
+# same table, so every number stays the English run's (tests/test_zh_outputs.py checks both).
+
+_TEXT_NODE = re.compile(r">([^<>]+)<")
+_HEADLINE = re.compile(r"\A<p><b>(.*?)</b>")
+_ROW = re.compile(r"<tr>(.*?)</tr>", re.S)
+_CELL = re.compile(r"<t([hd])\b[^>]*>(.*?)</t\1>", re.S)
+_FINDING = re.compile(r"\A(ok|FAIL|info)  ([^:\n]+): (.*?)(?:\n  why: (.*?))?(?:\n  fix: (.*?))?\Z", re.S)
+
+
+def _joined(value) -> str:
+    return "".join(value) if isinstance(value, list) else value
+
+
+def translate_html(html_text: str, lang: str = "zh") -> str:
+    """An output's HTML with the text between its tags translated (attn._locale.translate); markup kept."""
+    from html import escape, unescape
+
+    from attn._locale import translate
+
+    def node(m: re.Match) -> str:
+        raw = m.group(1)
+        text = unescape(raw)
+        core = text.strip()
+        new = translate(core, lang)
+        if new == core:
+            return m.group(0)
+        lead, trail = text[: len(text) - len(text.lstrip())], text[len(text.rstrip()):]
+        return ">" + escape(lead + new + trail, quote=False) + "<"
+
+    return _TEXT_NODE.sub(node, html_text)
+
+
+def output_object(data: dict):
+    """The package's output object that wrote a stored output (a Table, Results, Report, Finding or
+    Verdict rebuilt from its HTML, or a Finding from its text), or None for any other output."""
+    from html import unescape
+
+    from attn import diagnose
+    from attn.book import exercises, viz
+
+    page = _joined(data.get("text/html", ""))
+    cells = lambda row: [unescape(c) for _, c in _CELL.findall(row)]  # noqa: E731
+    rows = [cells(r) for r in _ROW.findall(page)]
+    if 'class="attn-table attn-results"' in page:
+        obj = viz.Results.__new__(viz.Results)
+        obj.items = [tuple(r) for r in rows]
+        return obj if all(len(r) == 2 for r in rows) else None
+    head = _HEADLINE.match(page)
+    if head and "<table class='attn-table'>" in page:
+        m = re.fullmatch(r"diagnose (.*): (?:all checks passed|\d+ of \d+ checks failed)", unescape(head.group(1)), re.S)
+        passed = {"ok": True, "FAIL": False, "info": None}
+        findings = [diagnose.Finding(r[1], passed.get(r[0], False), r[2], r[3], r[4]) for r in rows[1:] if len(r) == 5]
+        return diagnose.Report(m.group(1), findings) if m and findings and len(findings) == len(rows) - 1 else None
+    if 'class="attn-table"' in page:
+        obj = viz.Table.__new__(viz.Table)
+        obj.headers, obj.rows = rows[0], rows[1:]
+        return obj if rows and all(len(r) == len(rows[0]) for r in rows) else None
+    if head and page.endswith("</table>"):
+        m = re.fullmatch(r"(.*): (?:correct|not yet) \(\d+/\d+ cases pass\)", unescape(head.group(1)), re.S)
+        cases = [(r[1], r[0] == "\u2713", r[2]) for r in rows if len(r) == 3]
+        return exercises.Verdict(m.group(1), cases) if m and len(cases) == len(rows) else None
+    if not page and "text/plain" in data:
+        m = _FINDING.match(_joined(data["text/plain"]))
+        if m:
+            status, name, value, why, fix = m.groups()
+            return diagnose.Finding(name, {"ok": True, "FAIL": False, "info": None}[status], value, why or "", fix or "")
+    return None
+
+
+def chinese_output(output: dict, lang: str = "zh") -> dict:
+    """A stored output with the words of the package's output objects in ``lang``: its HTML translated text
+    by text, its text rewritten by the object rebuilt from the output (only where that object writes the
+    English text exactly as stored); any other output as it is."""
+    from attn._locale import using
+
+    data = output.get("data")
+    if not data or ("text/html" not in data and "text/plain" not in data):
+        return output
+    obj = output_object(data)
+    if obj is None:
+        return output
+    new = copy.deepcopy(output)
+    if "text/html" in data:
+        new["data"]["text/html"] = translate_html(_joined(data["text/html"]), lang)
+    if "text/plain" in data:
+        with using("en"):
+            same = repr(obj) == _joined(data["text/plain"])
+        if same:
+            with using(lang):
+                new["data"]["text/plain"] = repr(obj)
+    return new
 
 
 def _write_notebook(nb: dict, target: pathlib.Path) -> None:

@@ -84,6 +84,8 @@ _moved.install()  # the book's material under its old names (attn.viz, attn.teac
 
 
 def __getattr__(name: str):
+    if name in ("set_language", "language"):  # attn.set_language("zh"): tables and reports in Chinese (attn._locale)
+        return getattr(importlib.import_module("attn._locale"), name)
     if name in _ON_FIRST_USE or f"attn.{name}" in _moved.MODULES or f"attn.{name}" in _moved.NAMES:
         return importlib.import_module(f"attn.{name}")  # the import also sets attn.<name>; an old name warns
     raise AttributeError(f"module 'attn' has no attribute {name!r}")

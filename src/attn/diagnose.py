@@ -27,6 +27,7 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from attn import _checks, masks
+from attn._locale import ljust, translate, width
 from attn.attention import MultiHeadAttention, SelfAttention
 from attn.blocks import EncoderLayer
 
@@ -57,11 +58,12 @@ class Finding:
         return {True: "ok", False: "FAIL", None: "info"}[self.passed]
 
     def __repr__(self) -> str:
-        lines = [f"{self.status}  {self.name}: {self.value}"]
+        _ = translate  # the words in the reader's language (attn._locale; English: as written here)
+        lines = [f"{_(self.status)}  {_(self.name)}{_(': ')}{_(self.value)}"]
         if self.passed is not True:
-            lines.append(f"  why: {self.explanation}")
+            lines.append(f"  {_('why: ')}{_(self.explanation)}")
             if self.fix:
-                lines.append(f"  fix: {self.fix}")
+                lines.append(f"  {_('fix: ')}{_(self.fix)}")
         return "\n".join(lines)
 
 
@@ -92,28 +94,30 @@ class Report:
     def _headline(self) -> str:
         n = len(self.failed)
         verdict = "all checks passed" if n == 0 else f"{n} of {len(self.findings)} checks failed"
-        return f"diagnose {self.subject}: {verdict}"
+        return translate(f"diagnose {self.subject}: {verdict}")
 
     def __repr__(self) -> str:
+        _ = translate  # the words in the reader's language (attn._locale; English: as written here)
         lines = [self._headline()]
-        width = max(len(f.name) for f in self.findings)
+        w = max(width(_(f.name)) for f in self.findings)
         for f in self.findings:
-            lines.append(f"  {f.status:<4}  {f.name:<{width}}  {f.value}")
+            lines.append(f"  {ljust(_(f.status), 4)}  {ljust(_(f.name), w)}  {_(f.value)}")
             if f.passed is not True:
-                lines.append(f"        {'':<{width}}  why: {f.explanation}")
+                lines.append(f"        {'':<{w}}  {_('why: ')}{_(f.explanation)}")
                 if f.fix:
-                    lines.append(f"        {'':<{width}}  fix: {f.fix}")
+                    lines.append(f"        {'':<{w}}  {_('fix: ')}{_(f.fix)}")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        _ = translate
         colour = {"ok": "#1a7f37", "FAIL": "#cf222e", "info": "#57606a"}
         rows = "".join(
-            f"<tr><td style='color:{colour[f.status]};font-weight:bold'>{f.status}</td>"
-            f"<td>{html.escape(f.name)}</td><td>{html.escape(f.value)}</td>"
-            f"<td>{html.escape(f.explanation)}</td><td>{html.escape(f.fix)}</td></tr>"
+            f"<tr><td style='color:{colour[f.status]};font-weight:bold'>{_(f.status)}</td>"
+            f"<td>{html.escape(_(f.name))}</td><td>{html.escape(_(f.value))}</td>"
+            f"<td>{html.escape(_(f.explanation))}</td><td>{html.escape(_(f.fix))}</td></tr>"
             for f in self.findings
         )
-        head = "".join(f"<th>{h}</th>" for h in ("", "check", "measured", "why it matters", "fix"))
+        head = "".join(f"<th>{_(h)}</th>" for h in ("", "check", "measured", "why it matters", "fix"))
         return (f"<p><b>{html.escape(self._headline())}</b></p>"
                 f"<table class='attn-table'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
 

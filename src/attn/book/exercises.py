@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attn import masks
+from attn._locale import ljust, translate
 from attn.positional import sinusoidal_table
 
 __all__ = [
@@ -58,22 +59,24 @@ class Verdict:
     def summary(self) -> str:
         passed = sum(ok for _, ok, _ in self.cases)
         word = "correct" if self else "not yet"
-        return f"{self.exercise}: {word} ({passed}/{len(self.cases)} cases pass)"
+        return translate(f"{self.exercise}: {word} ({passed}/{len(self.cases)} cases pass)")
 
     def __repr__(self) -> str:
+        _ = translate  # the words in the reader's language (attn._locale; English: as written here)
         if self.todo:
-            return f"{self.exercise}: not yet. {self.todo}"
+            return f"{_(self.exercise + ': not yet.')} {_(self.todo)}"
         lines = [self.summary]
         for case, ok, detail in self.cases:
-            lines.append(f"  {'ok  ' if ok else 'FAIL'} {case}" + ("" if ok else f": {detail}"))
+            lines.append(f"  {ljust(_('ok'), 4) if ok else _('FAIL')} {_(case)}" + ("" if ok else f"{_(': ')}{_(detail)}"))
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        _ = translate
         if self.todo:
-            return f"<p><b>{html.escape(self.exercise)}: not yet.</b> {html.escape(self.todo)}</p>"
+            return f"<p><b>{html.escape(_(self.exercise + ': not yet.'))}</b> {html.escape(_(self.todo))}</p>"
         rows = "".join(
-            f"<tr><td>{'&#10003;' if ok else '&#10007;'}</td><td>{html.escape(case)}</td>"
-            f"<td>{'' if ok else html.escape(detail)}</td></tr>"
+            f"<tr><td>{'&#10003;' if ok else '&#10007;'}</td><td>{html.escape(_(case))}</td>"
+            f"<td>{'' if ok else html.escape(_(detail))}</td></tr>"
             for case, ok, detail in self.cases
         )
         return f"<p><b>{html.escape(self.summary)}</b></p><table>{rows}</table>"

@@ -14,6 +14,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from attn._locale import ljust, rjust, translate, width
+
 __all__ = ["Results", "Table", "book_figures", "heatmap", "heatmaps", "png_2x", "weights_table"]
 
 #: PNG text keys written by :func:`png_2x`: the smallest text of the figure, in CSS pixels at the image's
@@ -217,16 +219,22 @@ class Table:
             return format(float(v), floatfmt)
         return str(v)
 
+    def _shown(self) -> tuple[list[str], list[list[str]]]:
+        """The headers and rows in the reader's language (:mod:`attn._locale`; English: as given)."""
+        return [translate(h) for h in self.headers], [[translate(c) for c in r] for r in self.rows]
+
     def __repr__(self) -> str:
-        widths = [max(len(h), *(len(r[i]) for r in self.rows)) for i, h in enumerate(self.headers)]
-        line = lambda cells: "  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
-        return "\n".join([line(self.headers), line(["-" * w for w in widths]), *map(line, self.rows)])
+        headers, rows = self._shown()
+        widths = [max(width(h), *(width(r[i]) for r in rows)) for i, h in enumerate(headers)]
+        line = lambda cells: "  ".join(rjust(c, w) for c, w in zip(cells, widths, strict=True))  # noqa: E731
+        return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        head = "".join(f"<th>{escape(h)}</th>" for h in self.headers)
-        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in self.rows)
+        headers, rows = self._shown()
+        head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+        body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
         return f'<table class="attn-table"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -261,14 +269,19 @@ class Results:
             return str(v)
         return Table._fmt(v, floatfmt)
 
+    def _shown(self) -> list[tuple[str, str]]:
+        """The names and values in the reader's language (:mod:`attn._locale`; English: as given)."""
+        return [(translate(k), translate(v)) for k, v in self.items]
+
     def __repr__(self) -> str:
-        width = max(len(k) for k, _ in self.items)
-        return "\n".join(f"{k + ':':<{width + 1}} {v}" for k, v in self.items)
+        items = self._shown()
+        w = max(width(k) for k, _ in items)
+        return "\n".join(f"{ljust(k + ':', w + 1)} {v}" for k, v in items)
 
     def _repr_html_(self) -> str:
         from html import escape
 
-        body = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in self.items)
+        body = "".join(f'<tr><th scope="row">{escape(k)}</th><td>{escape(v)}</td></tr>' for k, v in self._shown())
         return f'<table class="attn-table attn-results"><tbody>{body}</tbody></table>'
 
 
