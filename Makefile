@@ -18,12 +18,14 @@ XDIST  := -n $(JOBS) --dist loadfile --no-loadscope-reorder
 # Colab's Python for `make test-newest` (any 3.12 interpreter; pyenv's where the PATH has none)
 PYTHON_NEWEST ?= $(firstword $(shell command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys; print(sys.executable)' 2>/dev/null) $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
 
-.PHONY: help setup book test test-cpus test-newest unit lint execute reader lab serve bench mutate clean
+.PHONY: help setup book pdf test audit test-cpus test-newest unit lint execute reader lab serve bench mutate clean
 .DEFAULT_GOAL := help
 
 help:
-	@echo "make book     build the static site into _build/html (from the stored notebook outputs)"
-	@echo "make test     run the whole verification: pytest --nbval --fresh-env (package, notebooks, site, browser, fresh env)"
+	@echo "make book     build the static site into _build/html (from the stored notebook outputs), with the book's PDFs"
+	@echo "make pdf      print the whole book from the built site, one PDF per edition (Chromium, no TeX)"
+	@echo "make test     run the whole verification: pytest --nbval --fresh-env (package, notebooks, site, browser, fresh env), then Lighthouse"
+	@echo "make audit    Lighthouse (mobile) on a page of each type of _build/html (SITE=..., PAGES=...)"
 	@echo "make test-cpus    every chapter with nbval under simulated other CPUs (AVX2, no SIMD, another thread count)"
 	@echo "make test-newest  every chapter with nbval in a fresh env: Python 3.12, the newest torch, numpy, transformers"
 	@echo "make unit     the quick loop (< 1 min): pytest -m 'not slow' (no notebooks, site or browser)"
@@ -63,10 +65,23 @@ setup: $(VENV)/.installed _assets/.installed
 # Both editions at once: English at the root of _build/html, Chinese (zh/) under _build/html/zh/ (scripts/site.py).
 book: setup
 	$(BIN)/python -m scripts.site
+	$(BIN)/python -m scripts.pdf
+
+# The whole book as one PDF per edition, printed by Chromium from the built site (scripts/pdf.py),
+# which the introduction then offers; `make book` makes them too.
+pdf: _assets/.installed
+	$(BIN)/python -m scripts.pdf
 	@echo "Built: open _build/html/index.html, or run 'make serve' and visit http://127.0.0.1:$(PORT) (中文: /zh/)"
 
+# Two phases. The parallel suite, then Lighthouse alone (tests/test_lighthouse.py) on the site that
+# suite built (under TESTTMP, pytest's --basetemp): Lighthouse turns the CPU time a page costs into
+# a phone's timings, so it audits the pages, not the load, only when nothing else runs (the busy
+# machine scored chapters 38-41 that a quiet one scored 43-54). 8 pages, 10-60 s each (book/api.html,
+# 37,000 elements, is the longest); scripts/audit.py also scales the CPU slowdown to the machine.
+TESTTMP ?= _build/test-run
 test: setup
-	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST) --durations=25
+	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST) --durations=25 --basetemp=$(TESTTMP) --ignore=tests/test_lighthouse.py
+	ATTN_SITE=$(TESTTMP)/site/_build/html $(BIN)/python -m pytest tests/test_lighthouse.py -q
 
 test-cpus: setup
 	$(BIN)/python -m scripts.nbval_runs
@@ -88,6 +103,9 @@ reader: setup
 
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=reader/book
+
+audit: setup
+	$(BIN)/python -m scripts.audit $(or $(SITE),_build/html) $(PAGES) --calibrate
 
 serve:
 	$(BIN)/python -m http.server --bind 127.0.0.1 --directory _build/html $(PORT)

@@ -4,9 +4,9 @@
    made by ``python -m scripts.notebooks reader``) instead of the MyST source, so a downloaded
    chapter reads in Jupyter as it does on the site.
 
-2. Each page loads only what it uses: MathJax only where the page has maths (myst-nb and the
-   root toctree would otherwise put it on every page), and none of sphinx-thebe's files, since
-   thebe is off (sphinx-thebe 0.3.1 inlines its configuration twice, a page error on every page).
+2. Each page loads only what it uses: none of sphinx-thebe's files, since thebe is off (sphinx-thebe
+   0.3.1 inlines its configuration twice, a page error on every page). (No page loads MathJax: the
+   maths are typeset at build time, attn_maths.py.)
 
 3. Make embedded widget state safe to put inside <script> tags.
 
@@ -78,13 +78,10 @@ def _inline(asset) -> str:
 
 def trim_page_assets(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001 (html-page-context handler)
     """Drop the scripts and styles a page does not use (see the module docstring)."""
-    has_math = 'class="math' in context.get("body", "")
 
     def unused(asset) -> bool:
         name, inline = _name(asset), _inline(asset)
-        if "thebe" in name or "THEBE_JS_URL" in inline:
-            return True
-        return not has_math and ("mathjax" in name or "window.MathJax" in inline)
+        return "thebe" in name or "THEBE_JS_URL" in inline
 
     for key in ("script_files", "css_files"):
         if key in context:
@@ -348,7 +345,7 @@ LANGUAGE_LINK = ('<p class="attn-lang"><a href="{href}" hreflang="{hreflang}" la
 def link_other_edition(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001 (html-page-context handler)
     """8. Every page links to the same page of the book's other language (``attn_other_edition`` in the
     configuration: the other edition's root relative to this site's root, the link's label, title and
-    language), at the top of the page and as ``<link rel="alternate" hreflang>``."""
+    language), at the top of the page. (Its ``<link rel="alternate" hreflang>``, by absolute URL: attn_seo.)"""
     from html import escape
 
     other = app.config.attn_other_edition
@@ -357,8 +354,6 @@ def link_other_edition(app, pagename, templatename, context, doctree) -> None:  
     href = context["pathto"](other["root"] + pagename + ".html", 1)
     context["body"] = LANGUAGE_LINK.format(href=escape(href), hreflang=escape(other["hreflang"]),
                                            title=escape(other["title"]), label=escape(other["label"])) + context["body"]
-    context["metatags"] = context.get("metatags", "") + (
-        f'\n<link rel="alternate" hreflang="{escape(other["hreflang"])}" href="{escape(href)}">')
 
 
 # 9. Chinese search: Sphinx indexes a Chinese page with jieba's words; a query is cut into the same
@@ -463,4 +458,9 @@ def setup(app):
     app.connect("build-finished", keep_figure_text_readable)
     app.connect("html-page-context", trim_page_assets, priority=900)
     app.connect("html-page-context", mark_numbers_in_tables)
+    # Issue 34 (a fast, accessible, printable site), one module each: maths typeset at build time,
+    # accessibility fixes to the theme's and myst-nb's markup, SEO (descriptions, hreflang, sitemap,
+    # figures), the page's loading, print and PDF.
+    for name in ("attn_maths", "attn_a11y", "attn_seo", "attn_perf", "attn_print", "attn_widget_state"):
+        app.setup_extension(name)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

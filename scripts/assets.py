@@ -4,9 +4,9 @@ Nothing here is committed: MathJax is installed at its pinned version by `npm ci
 (package-lock.json); the widget runtime is the book's own source. With these files the built
 site loads no script, font or style from another host.
 
-- _assets/mathjax/          MathJax 3: the one build the pages use (tex-chtml.js) and what it loads
-                            on demand (TeX extensions, CHTML fonts, menu and accessibility
-                            components), not the whole distribution
+- _assets/mathjax/woff-v2/  MathJax 3's CHTML fonts, and nothing else of MathJax: the maths are typeset
+                            when the site is built (_ext/attn_maths.py), and the pages' inline
+                            stylesheet draws the glyphs from these fonts (no MathJax script is served)
 - _assets/widgets/runtime.js the book's own widget runtime (src/attn/book/widgets/static_runtime.js, ~6 kB):
                             it renders each explorer from the widget state saved in the page by
                             importing the explorer's own ES module. myst-nb loads it only on pages
@@ -30,9 +30,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 NODE = ROOT / "node_modules"
 OUT = ROOT / "_assets"
 
-# Loaded by tex-chtml.js only when a page needs them: TeX packages it autoloads (\\boldsymbol ...),
-# the CHTML fonts, and the components behind MathJax's right-click menu (speech/explorer).
-MATHJAX_ON_DEMAND = ["input/tex/extensions", "output/chtml", "ui", "a11y", "sre"]
+# MathJax's CHTML fonts (the folder is named woff-v2; the files are .woff), the one part of MathJax the
+# pages still load: _ext/attn_maths.py points the formulas' stylesheet at _static/mathjax/woff-v2/.
+MATHJAX_FONTS = "mathjax/es5/output/chtml/fonts/woff-v2"
 
 
 # The static site's widget runtime: a page with explorers loads only this, not the generic widget
@@ -136,11 +136,7 @@ def main() -> None:
         raise SystemExit("node_modules/ is missing: run `npm ci` first (make does this)")
     if OUT.exists():
         shutil.rmtree(OUT)
-    mathjax = NODE / "mathjax/es5"
-    (OUT / "mathjax").mkdir(parents=True)
-    shutil.copy2(mathjax / "tex-chtml.js", OUT / "mathjax/tex-chtml.js")
-    for part in MATHJAX_ON_DEMAND:
-        shutil.copytree(mathjax / part, OUT / "mathjax" / part, ignore=shutil.ignore_patterns("*.map"))
+    shutil.copytree(NODE / MATHJAX_FONTS, OUT / "mathjax" / "woff-v2")
     (OUT / "widgets").mkdir()
     shutil.copy2(WIDGET_RUNTIME, OUT / "widgets" / "runtime.js")
     subset_icon_fonts(OUT / "vendor" / "fontawesome" / "webfonts")

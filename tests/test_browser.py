@@ -36,11 +36,11 @@ def test_widget_runtime_is_requested_only_on_pages_with_widgets(watch):
     assert any("/_static/widgets/runtime.js" in u for u in watch.requests)
 
 
-def test_equations_are_typeset_by_the_sites_own_mathjax(watch):
+def test_equations_arrive_typeset_and_draw_with_the_sites_own_fonts(watch):
     page = watch.goto("book/self_attention.html")
-    page.wait_for_selector("mjx-container", timeout=20000, state="attached")
     assert page.locator("mjx-container").count() > 10
-    assert any("/_static/mathjax/" in u for u in watch.requests)
+    assert any("/_static/mathjax/woff-v2/" in u for u in watch.requests)
+    assert not any(u.endswith(".js") and "mathjax" in u.lower() for u in watch.requests), "no MathJax runtime"
 
 
 # --- MaskExplorer ---------------------------------------------------------------------------------
@@ -138,11 +138,24 @@ HOSTILE_TOKENS = ["<img src=x onerror=alert(1)>", "<script>alert(1)</script>", "
                   "a < b && c", "</script >", "end"]
 
 
+STATE_REF = re.compile(r'<script type="application/vnd\.jupyter\.widget-state\+json" data-url="([^"]+)"></script>')
+
+
+def saved_widget_state(built_site, path: str) -> tuple[str, dict]:
+    """(the state file's path in the site, its JSON) of a built page with widgets: the build moves each
+    page's saved widget state out of its HTML into a file of the site (_ext/attn_widget_state.py)."""
+    page = built_site / path
+    m = STATE_REF.search(page.read_text())
+    assert m, f"{path}: no widget state tag naming a file"
+    file = (page.parent / m.group(1)).resolve()
+    return file.relative_to(built_site.resolve()).as_posix(), json.loads(file.read_text())
+
+
 def _page_showing_tokens(built_site, tokens) -> str:
-    """A copy of the explorers page whose AttentionExplorer shows ``tokens``: its saved widget state is
-    rewritten as the build writes it (JSON, then _ext/attn_book.py's sanitize_script_content), so the tokens
-    take the same path into the page as a chapter's would. Returns the page's HTML (served from memory, not
-    written into the built site, which the passes over every page walk at the same time)."""
+    """The state file of the explorers page, rewritten so that its AttentionExplorer shows ``tokens``, as
+    the build writes it (JSON, then _ext/attn_book.py's sanitize_script_content), so the tokens take the
+    same path into the page as a chapter's would. Returns (the state file's path, its text): the test
+    serves it from memory in place of the built one (which the passes over every page read meanwhile)."""
     import sys
 
     from conftest import ROOT
@@ -152,20 +165,18 @@ def _page_showing_tokens(built_site, tokens) -> str:
 
     from attn.book.widgets import AttentionExplorer
 
-    html = (built_site / "book" / "explorers.html").read_text()
-    m = re.search(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>', html, flags=re.S)
-    state = json.loads(m.group(1))
+    path, state = saved_widget_state(built_site, "book/explorers.html")
     [model] = [v["state"] for v in state["state"].values() if v["state"].get("_anywidget_id", "").endswith("AttentionExplorer")]
     n, H = len(tokens), model["weights"]["shape"][1]
     view = AttentionExplorer(tokens, torch.softmax(torch.randn(1, H, n, n), -1))
     model.update(tokens=view.tokens, key_tokens=view.key_tokens, weights=view.weights, query=-1)
-    return html[:m.start(1)] + sanitize_script_content(json.dumps(state)) + html[m.end(1):]
+    return path, sanitize_script_content(json.dumps(state))
 
 
 def test_tokens_that_look_like_html_are_shown_as_text_and_never_run(built_site, watch):
-    html, path = _page_showing_tokens(built_site, HOSTILE_TOKENS), "book/explorers-tokens-test.html"
-    watch.page.route(f"{watch.base}/{path}", lambda r: r.fulfill(body=html, content_type="text/html"))
-    page = watch.goto(path)
+    state_path, state = _page_showing_tokens(built_site, HOSTILE_TOKENS)
+    watch.page.route(f"{watch.base}/{state_path}", lambda r: r.fulfill(body=state, content_type="application/json"))
+    page = watch.goto("book/explorers.html")
     page.wait_for_selector(".attn-head-view .attn-tok", timeout=20000)
     view = page.locator(".attn-head-view").first
     titles = view.locator(".attn-tok title").evaluate_all("ts => ts.map(t => t.textContent)")
@@ -244,15 +255,59 @@ def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
     The page as a whole stays within WIDGET_PAGE_BUDGET (below)."""
     found = 0
     for page in built_site.rglob("*.html"):
-        for blob in re.findall(r'<script type="application/vnd\.jupyter\.widget-state\+json">(.*?)</script>',
-                               page.read_text(), flags=re.S):
-            state = json.loads(blob)["state"]
-            for model in state.values():
-                found += 1
-                carries_weights = (model.get("state", {}).get("model") or {}).get("format") == "attn-model/1"
-                limit = 350_000 if carries_weights else 200_000
-                assert len(json.dumps(model)) < limit, (page.name, model.get("model_name"))
+        if "_static" in page.parts or "application/vnd.jupyter.widget-state+json" not in page.read_text():
+            continue
+        _, saved = saved_widget_state(built_site, page.relative_to(built_site).as_posix())
+        for model in saved["state"].values():
+            found += 1
+            carries_weights = (model.get("state", {}).get("model") or {}).get("format") == "attn-model/1"
+            limit = 350_000 if carries_weights else 200_000
+            assert len(json.dumps(model)) < limit, (page.name, model.get("model_name"))
     assert found >= 3
+
+
+@pytest.mark.parametrize("path", ["book/explorers.html", "zh/book/explorers.html"])
+def test_explorers_are_drawn_from_the_sites_state_file_as_a_phone_scrolls_to_them(built_site, browser, site_server, path):
+    """No page carries its widget state inline (300 kB of the explorers page's 320 kB gzipped, which a phone
+    waited for before painting): it is a file of the site's own edition, fetched once; the explorers below
+    the first screen are drawn as they are scrolled to (here the browser never reports idle time, when
+    the runtime draws the rest anyway), from that file's models."""
+    from conftest import PageWatch
+
+    edition = built_site / "zh" if path.startswith("zh/") else built_site
+    for page in built_site.rglob("*.html"):
+        text = page.read_text()
+        assert not re.search(r'<script type="application/vnd\.jupyter\.widget-state\+json">', text), page
+        if "application/vnd.jupyter.widget-state+json" in text and "_static" not in page.parts:
+            saved_widget_state(built_site, page.relative_to(built_site).as_posix())  # its file exists, JSON
+    state_path, saved = saved_widget_state(built_site, path)
+    assert (built_site / state_path).parent == edition / "_static" / "widget-state"
+    html = (built_site / path).read_text()
+    assert len(html.encode()) < 120_000, "the page without its state"
+    anywidgets = sorted(k for k, v in saved["state"].items() if v["model_module"] == "anywidget")
+    views = html.count("application/vnd.jupyter.widget-view+json")
+
+    w = PageWatch(browser, site_server, viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    w.page.add_init_script("window.requestIdleCallback = () => 0;")
+    try:
+        page = w.goto(path)
+        page.wait_for_timeout(1000)
+        first = page.locator(".attn-w").count()
+        assert first < views, f"{first} of {views} explorers drawn before any scrolling"
+        for _ in range(60):
+            if page.evaluate("window.attnWidgets !== undefined"):
+                break
+            page.mouse.wheel(0, 700)
+            page.wait_for_timeout(150)
+        assert page.evaluate("window.attnWidgets !== undefined"), "every explorer drawn once scrolled to"
+        assert page.locator(".attn-w").count() == views
+        assert sorted(page.evaluate("[...window.attnWidgets.models.keys()]")) == anywidgets
+        ids = page.evaluate("[...window.attnWidgets.models.values()].map((m) => [m.id, m.get('_anywidget_id')])")
+        assert {i: a for i, a in ids} == {k: saved["state"][k]["state"]["_anywidget_id"] for k in anywidgets}
+        assert sum(u.endswith(state_path) for u in w.requests) == 1, "the state file, fetched once"
+        assert w.errors == [] and w.warnings == [] and w.offhost == [] and w.failed == []
+    finally:
+        w.close()
 
 
 # --- the site as a whole ----------------------------------------------------------------------------
@@ -276,8 +331,8 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
     """One pass over the pages of one edition of the site at 1366 px wide, in one browser context with
     its cache switched off (each page transfers everything it uses, as on a first visit; a fresh
     context per page cost twice the CPU): no request to another host, no failed request, no page
-    error, no console error or warning; no code, listing or output that scrolls sideways; MathJax
-    loaded iff the page has maths, the widget runtime iff it has widgets; every page within its
+    error, no console error or warning; no code, listing or output that scrolls sideways; no MathJax
+    script, its fonts only where the page has maths, the widget runtime iff it has widgets; every page within its
     budget of bytes on the wire (with widgets: runtime, widget state, maths and figures included)."""
     from conftest import PageWatch
 
@@ -288,7 +343,7 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
     w.context.new_cdp_session(w.page).send("Network.setCacheDisabled", {"cacheDisabled": True})
     sizes: list[tuple[int, str]] = []
     # Each request counts for the page that started it: a late font request of the page before
-    # (MathJax typesets after the load) must not be charged to the next one.
+    # (fonts are asked for as the page lays out) must not be charged to the next one.
     started: dict = {}
     current = {"path": None}
     w.page.on("request", lambda r: started.__setitem__(r, current["path"]))
@@ -326,7 +381,9 @@ def _check_page_at_desktop_width(path: str, html: str, w, sizes: list, sideways:
     has_widgets = "application/vnd.jupyter.widget-state+json" in html
     has_maths = 'class="math' in html
     rows.append(f"{path:42s} {total / 1e6:5.2f} MB  widgets={has_widgets!s:5} maths={has_maths}")
-    assert any("/mathjax/" in u for u in urls) == has_maths, f"{path}: MathJax loaded iff the page has maths"
+    # the maths arrive typeset: no page runs MathJax, and only a page with maths loads its fonts
+    assert not any("/mathjax/" in u and u.endswith(".js") for u in urls), f"{path}: MathJax's script loaded"
+    assert has_maths or not any("/mathjax/" in u for u in urls), f"{path}: maths fonts on a page without maths"
     assert any("/widgets/" in u for u in urls) == has_widgets, f"{path}: widget runtime iff widgets"
     budget = WIDGET_PAGE_BUDGET if has_widgets else TEXT_PAGE_BUDGET
     assert total <= budget, f"{path}: {total / 1e6:.2f} MB transferred, budget {budget / 1e6} MB"

@@ -261,22 +261,35 @@ WIDENING = """() => [...document.querySelectorAll('.bd-article *')]
 # (the page scrolls sideways at 390 px): each stays listed only while it is still too wide (the pass then
 # fails and asks to remove it), so that a fix is checked from then on like every other page.
 WIDE_ON_A_PHONE_TODAY: dict[str, str] = {}
-# Each figure of the page (a PNG of the book's): its source, its width as rendered, its own width in image
-# pixels (twice its display width), whether the build gave it its readable width (data-min-width).
-FIGURES = r"""() => [...document.querySelectorAll('.bd-article img')]
-  .filter((i) => /_images\/[0-9a-f]+\.png$/.test(i.getAttribute('src')))
-  .map((i) => [i.getAttribute('src').split('/').pop(), i.getBoundingClientRect().width, i.naturalWidth,
-               i.hasAttribute('data-min-width')])"""
+# Each figure of the page (a PNG of the book's), loaded even where lazy: its source, its width as rendered,
+# whether the build gave it its readable width (data-min-width), and the file the browser chose from its srcset.
+FIGURES = r"""async () => {
+  const imgs = [...document.querySelectorAll('.bd-article img')]
+    .filter((i) => /_images\/[0-9a-f]+\.png$/.test(i.getAttribute('src')));
+  imgs.forEach((i) => { i.loading = 'eager'; });  // lazy figures below the screen load when asked
+  await Promise.all(imgs.map((i) => i.decode().catch(() => null)));
+  return imgs.map((i) => [i.getAttribute('src').split('/').pop(), i.getBoundingClientRect().width,
+                          i.hasAttribute('data-min-width'), i.currentSrc.split('/').pop()]);
+}"""
+
+
 def figures_read_at_9_px(built_site, page, path: str) -> int:
     """The page's figures as rendered, each at least as wide as its text needs to be 9 px (the text as
-    rendered: the PNG's recorded size times rendered width over display width); returns their number."""
+    rendered: the PNG's recorded size times rendered width over display width), and the file the browser
+    chose from the figure's srcset sharp (at least 2 image pixels per CSS pixel, as on a 2x phone, where the
+    display needs it); returns their number."""
+    from PIL import Image
+
+    images = built_site / pathlib.Path(path).parts[0] / "_images" if path.startswith("zh/") else built_site / "_images"
     n = 0
-    for name, rendered, natural, marked in page.evaluate(FIGURES):
-        text_px, width = attn_book.figure_text(built_site / "_images" / name)
+    for name, rendered, marked, chosen in page.evaluate(FIGURES):
+        text_px, width = attn_book.figure_text(images / name)
         if text_px <= 0:
             continue  # not a figure of attn.book.viz (none today: test_every_chapter_figure_is_a_2x_png_...)
         assert marked, f"{path}: {name} carries its text size but the build gave it no readable width"
-        assert natural / 2 == width
+        pixels = Image.open(images / chosen).size[0]
+        assert pixels >= min(2 * rendered, 2 * width) - 1, \
+            f"{path}: {chosen} ({pixels} px) is not sharp at {rendered:.0f} CSS px on a 2x phone"
         assert width * attn_book.MIN_TEXT_PX / text_px <= 1.5 * width, f"{path}: {name} would be blown up too far"
         shown = text_px * rendered / width
         assert shown >= attn_book.MIN_TEXT_PX - 0.05, \

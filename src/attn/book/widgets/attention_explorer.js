@@ -216,7 +216,9 @@ function render({ model, el }) {
     const gap = Math.max(60, Math.min(320, avail - 24 - qW - kW - barsW));
     const x0 = 12 + qW, x1 = x0 + gap, W = Math.max(x1 + kW + barsW + 12, Math.min(avail, WIDTH));
     const leg = legend(d, W - 24), Ht = top + Math.max(L, S) * rowH + 14 + leg.height;
-    const root_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
+    // a group, not an image: it holds the query buttons (an image with controls inside hides them
+    // from assistive technology: axe-core nested-interactive)
+    const root_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "group",
       "aria-label": `attention lines, ${d.name}` });
     root_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, d.name),
@@ -262,8 +264,8 @@ function render({ model, el }) {
     const title = `${d.name}: rows = queries, columns = keys`;
     const W = Math.max(24 + cols * pw + (cols - 1) * 24, Math.min(avail, WIDTH), Math.ceil(textW(title, 12, true)) + 24);
     const leg = legend(d, W - 24), Ht = 24 + Math.max(1, rows) * (ph + 16) + 8 + leg.height;
-    const svg_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "img",
-      "aria-label": `attention heatmaps, ${d.name}` });
+    const svg_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "group",
+      "aria-label": `attention heatmaps, ${d.name}` });  // a group: its row labels are buttons (as the lines view)
     svg_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, title));
     if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#666" }, "No head selected: turn one on above."));

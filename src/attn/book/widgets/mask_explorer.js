@@ -112,9 +112,15 @@ export function scoresFor(state) {
 // ---------------------------------------------------------------- view
 
 const ALLOWED = "#2f6db3";
-function weightColor(w) {  // white -> deep blue
-  const c = [[255, 255, 255], [8, 69, 148]], t = Math.max(0, Math.min(1, w));
-  return `rgb(${c[0].map((a, k) => Math.round(a + (c[1][k] - a) * t)).join(",")})`;
+const RAMP = [[255, 255, 255], [8, 69, 148]];  // white -> deep blue
+const weightRgb = (w) => { const t = Math.max(0, Math.min(1, w)); return RAMP[0].map((a, k) => Math.round(a + (RAMP[1][k] - a) * t)); };
+function weightColor(w) { return `rgb(${weightRgb(w).join(",")})`; }
+/** The text colour on a cell of weight w: white or black, whichever contrasts more with the cell (at
+ * least 4.58:1 on any colour, over WCAG AA's 4.5). A fixed threshold left white on mid blues at 3.5:1. */
+function weightTextColor(w) {
+  const lin = (c) => { c /= 255; return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4; };
+  const [r, g, b] = weightRgb(w).map(lin), lum = 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  return 1.05 / (lum + 0.05) >= (lum + 0.05) / 0.05 ? "#fff" : "#000";
 }
 const fmtW = (w) => (w === 0 ? "0" : w >= 0.995 ? "1" : w.toFixed(2).replace(/^0/, ""));
 const STATE_KEYS = ["kind", "L", "S", "window", "dilation", "lengths", "batch", "global_tokens", "num_random",
@@ -300,7 +306,7 @@ function render({ model, el }) {
       const c = h("div", { class: "attn-cell attn-wcell", "data-q": i, "data-k": j, "data-weight": w[i][j].toFixed(4) },
         text && mask[i][j] ? fmtW(w[i][j]) : "");
       c.style.background = weightColor(w[i][j]);
-      if (w[i][j] > 0.55) c.style.color = "#fff";
+      c.style.color = weightTextColor(w[i][j]);
       if (!mask[i][j]) c.classList.add("attn-off-w");
       return c;
     }, empty);

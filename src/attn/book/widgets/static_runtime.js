@@ -1,20 +1,26 @@
 // The widget runtime of the static book: renders the anywidget explorers of a page from the widget
-// state saved in it, with no kernel, no require.js and no generic widget bundle.
+// state saved for it, with no kernel, no require.js and no generic widget bundle.
 //
-// A page built by myst-nb holds the state of every widget model in one
+// myst-nb saves the state of every widget model of a page in one
 //   <script type="application/vnd.jupyter.widget-state+json">{"state": {model_id: {model_module,
 //     model_name, state: {...traits, _esm, _css}}}, ...}</script>
-// and one <script type="application/vnd.jupyter.widget-view+json">{"model_id": ...}</script> where each
-// widget is shown. For each view of an anywidget model (model_module "anywidget") this module puts an
+// and puts one <script type="application/vnd.jupyter.widget-view+json">{"model_id": ...}</script> where
+// each widget is shown. On the built site the state tag is empty and names a file of the site instead
+// (data-url="../_static/widget-state/<page>-<hash>.json", written by _ext/attn_widget_state.py), so the
+// page paints without waiting for it; this module fetches that file, from the page's own host, when an
+// explorer first nears the screen. For each view of an anywidget model (model_module "anywidget") it puts an
 // element in front of the view tag, adds the widget's style sheet (_css) once, imports the widget's
 // own ES module (_esm, the source text the notebook saved) and calls its render({model, el}) with the
 // small model below: the part of the anywidget model API a widget uses (get, set, on, off,
 // save_changes, send). Views of the same model share one model, as in Jupyter, so they stay in step.
 // Other models (ipywidgets' own, e.g. the LayoutModel each widget refers to) are not drawn.
 //
-// JupyterLab and Colab keep anywidget's own runtime; this file serves only the static site
-// (scripts/assets.py copies it to _static/widgets/runtime.js; _config.yml nb_ipywidgets_js loads it,
-// as a module, on pages with widgets only). No network: the modules come from the page itself.
+// In a browser each view is drawn when it comes within a screen of the viewport, and the rest from
+// 2.5 s after the load, one per idle moment (a reader who jumps to a link, a search for text in an
+// explorer, a folded section opened later): the first paint waits for neither the state nor the explorers.
+//
+// JupyterLab and Colab keep anywidget's own runtime; this file serves only the static site (scripts/
+// assets.py copies it to _static/widgets/runtime.js; nb_ipywidgets_js loads it on pages with widgets).
 
 export const STATE_TYPE = "application/vnd.jupyter.widget-state+json";
 export const VIEW_TYPE = "application/vnd.jupyter.widget-view+json";
@@ -142,19 +148,92 @@ function addStyle(doc, css, seen) {
 }
 
 /**
- * Render every anywidget view of `doc` from the page's saved state. Returns {models, views}: the models
- * by id and, per view drawn, its model id, element and the cleanup its render returned. A widget that
- * fails is reported on the console (console.error) and in its element; the others still render.
+ * The page's saved widget models ({model_id: {model_module, model_name, state}}): from the state tag's
+ * text, or from the site's file it names (data-url, relative to the page). A missing file is an error
+ * that names it; from a page opened as file:// a browser refuses the fetch: serve the site (make serve).
  */
-export async function renderPage(doc = document, load = moduleLoader()) {
+export async function readState(doc = document, get = (url) => fetch(url)) {
   const tag = doc.querySelector(`script[type="${STATE_TYPE}"]`);
-  const saved = tag ? JSON.parse(tag.textContent).state || {} : {};
-  const models = new Map(), views = [], started = new Map(), styles = new Set();
-  for (const [id, entry] of Object.entries(saved)) {
-    if (entry.model_module === "anywidget") models.set(id, new Model(entry.state, { id, models }));
+  if (!tag) return {};
+  if (!tag.dataset.url) return JSON.parse(tag.textContent).state || {};
+  const url = new URL(tag.dataset.url, doc.baseURI).href;
+  let res;
+  try {
+    res = await get(url);
+  } catch (err) {
+    throw new Error(`could not fetch the widget state ${url} (${err.message}); pages opened as file:// cannot fetch it: serve the site`);
   }
+  if (!res.ok) throw new Error(`the widget state ${url} answered HTTP ${res.status}`);
+  return (await res.json()).state || {};
+}
+
+const REST_AFTER_LOAD_MS = 2500;
+
+/**
+ * due(el) resolves when `el` comes within a screen of the viewport, or (fallback) a while after the page
+ * has loaded, in an idle moment. Without IntersectionObserver: at once.
+ */
+export function nearScreen(win = window) {
+  if (typeof win.IntersectionObserver !== "function") return () => Promise.resolve();
+  const waiting = new Map();
+  const observer = new win.IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!e.isIntersecting || !waiting.has(e.target)) continue;
+      observer.unobserve(e.target);
+      for (const go of waiting.get(e.target)) go();
+      waiting.delete(e.target);
+    }
+  }, { rootMargin: "100% 0px" });
+  // the rest: a while after the load (the reader's first seconds of reading and scrolling stay smooth),
+  // one view per idle moment of the browser
+  const idle = (f) => (win.requestIdleCallback ? win.requestIdleCallback(f, { timeout: 3000 }) : win.setTimeout(f, 200));
+  const next = () => {
+    const [el, gos] = waiting.entries().next().value || [];
+    if (!el) return;
+    observer.unobserve(el);
+    waiting.delete(el);
+    gos.forEach((go) => go());
+    idle(next);
+  };
+  const rest = () => win.setTimeout(() => idle(next), REST_AFTER_LOAD_MS);
+  if (win.document.readyState === "complete") rest();
+  else win.addEventListener("load", rest, { once: true });
+  return (el) => new Promise((go) => {
+    if (!waiting.has(el)) { waiting.set(el, []); observer.observe(el); }
+    waiting.get(el).push(go);
+  });
+}
+
+/**
+ * Render every anywidget view of `doc` from the page's saved state. Returns {models, views}: the models
+ * by id and, per view drawn, its model id, element and the cleanup its render returned. `due(el)` says
+ * when the view at `el` (the view tag's parent) is to be drawn: at once unless told (nearScreen in a
+ * browser); the state is read when the first view is due. A widget that fails is reported on the
+ * console (console.error) and in its element; the others still render.
+ */
+export async function renderPage(doc = document, load = moduleLoader(), { due = async () => {}, get } = {}) {
+  const models = new Map(), views = [], started = new Map(), styles = new Set();
+  let saved = null;
+  const state = () => (saved ||= readState(doc, get).then((entries) => {
+    for (const [id, entry] of Object.entries(entries)) {
+      if (entry.model_module === "anywidget") models.set(id, new Model(entry.state, { id, models }));
+    }
+  }, (err) => {
+    console.error("widgets:", err.message);
+    throw err;
+  }));
   const jobs = [...doc.querySelectorAll(`script[type="${VIEW_TYPE}"]`)].map(async (viewTag) => {
-    const id = JSON.parse(viewTag.textContent).model_id, model = models.get(id);
+    const id = JSON.parse(viewTag.textContent).model_id;
+    await due(viewTag.parentElement || viewTag);
+    try {
+      await state();
+    } catch {
+      viewTag.before(Object.assign(doc.createElement("div"), {
+        className: "attn-widget-view", textContent: "This explorer could not be shown here; run the notebook to use it.",
+      }));
+      return;
+    }
+    const model = models.get(id);
     if (!model) return;
     const el = doc.createElement("div");
     el.className = "attn-widget-view";
@@ -176,9 +255,10 @@ export async function renderPage(doc = document, load = moduleLoader()) {
   return { models, views };
 }
 
-// In a browser page (not when a test imports this file under node): render the page's widgets.
+// In a browser page (not when a test imports this file under node): render the page's widgets, each as
+// it nears the screen. window.attnWidgets is set once all are drawn (the tests wait for it).
 if (typeof document !== "undefined" && typeof window !== "undefined") {
-  const start = () => renderPage(document).then((r) => { window.attnWidgets = r; });
+  const start = () => renderPage(document, moduleLoader(), { due: nearScreen(window) }).then((r) => { window.attnWidgets = r; });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
 }

@@ -1,0 +1,275 @@
+"""The book's Sphinx extension for page speed on a phone (issue 34). Loaded by attn_book.setup.
+
+Run after every other step that rewrites the written pages (build-finished, priority 800), it
+shortens what a page must fetch and run before its first paint:
+
+* the theme's and extensions' style sheets (nine links, and basic.css behind an @import in one of
+  them) become one file, so a phone on a slow link waits for one request instead of two waves of
+  them and a third for the import; the book's own attn.css and print sheets stay as they are;
+* the scripts in <head> are deferred: they run, in the same order, once the page is parsed,
+  instead of stopping the parser one download at a time. ``documentation_options.js`` (13 lines)
+  is written into the page instead, because an inline line after it (the theme's
+  ``DOCUMENTATION_OPTIONS.pagename = ...``) reads it while the page is parsed;
+* the pages carry fewer elements for the browser to style and lay out, with nothing a reader sees
+  or copies changed (a chapter has ~10k, the API page ~37k): Pygments' token spans whose colour is
+  the code box's own in both colour modes become plain text, a one-word inline literal loses the
+  ``<span class="pre">`` inside it (its code element keeps the span's no-wrap), and the page's
+  table of contents lists modules and classes, not every function and method of the API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pathlib
+import posixpath
+import re
+
+# Style sheets that stay linked on their own: the book's own (tests/test_site.py checks its link;
+# 2 kB, fetched in parallel with the bundle). A sheet with a media attribute (print) stays too.
+KEEP_CSS = ("attn.css",)
+BUNDLE_PREFIX = "attn-bundle-"
+
+HEAD = re.compile(r"<head>.*?</head>", re.S)
+STYLESHEET = re.compile(r'[ \t]*<link\b(?=[^>]*\brel="stylesheet")[^>]*>\n?')
+HREF = re.compile(r'\bhref="([^"]+)"')
+SCRIPT_SRC = re.compile(r'<script\b([^>]*)\bsrc="([^"]+)"([^>]*)></script>')
+CSS_URL = re.compile(r"""url\(\s*(['"]?)([^'")]+)\1\s*\)""")
+CSS_IMPORT = re.compile(r"""@import\s+(?:url\()?\s*['"]([^'"]+)['"]\s*\)?\s*;""")
+
+
+def _local(href: str) -> bool:
+    return not re.match(r"^([a-z]+:|//|#)", href)
+
+
+def _css_text(path: pathlib.Path, root: pathlib.Path, target_dir: pathlib.Path, seen: set) -> str:
+    """path's CSS with its @imports written in place and its url()s relative to target_dir."""
+    if path in seen:
+        return ""
+    seen.add(path)
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r'@charset\s+"[^"]*";', "", text)
+
+    def imported(m: re.Match) -> str:
+        if not _local(m.group(1)):
+            return m.group(0)
+        return _css_text((path.parent / m.group(1).split("?")[0]).resolve(), root, target_dir, seen)
+
+    def moved(m: re.Match) -> str:
+        url = m.group(2)
+        if not _local(url) or url.startswith("data:"):
+            return m.group(0)
+        file, _, rest = url.partition("?") if "?" in url else url.partition("#")
+        new = posixpath.relpath((path.parent / file).resolve().as_posix(), target_dir.resolve().as_posix())
+        sep = "?" if "?" in url else ("#" if "#" in url else "")
+        return f"url({m.group(1)}{new}{sep}{rest}{m.group(1)})"
+
+    # the imported sheets' url()s are already relative to target_dir: set them aside while this
+    # sheet's own are rewritten
+    inlined: list[str] = []
+
+    def aside(m: re.Match) -> str:
+        inlined.append(imported(m))
+        return f"/*attn-import-{len(inlined) - 1}*/"
+
+    text = CSS_URL.sub(moved, CSS_IMPORT.sub(aside, text))
+    return re.sub(r"/\*attn-import-(\d+)\*/", lambda m: inlined[int(m.group(1))], text)
+
+
+def bundle_stylesheets(page: pathlib.Path, head: str, outdir: pathlib.Path, bundles: dict) -> str:
+    links = []
+    for m in STYLESHEET.finditer(head):
+        tag = m.group(0)
+        href = HREF.search(tag)
+        if not href or not _local(href.group(1)) or " media=" in tag:
+            continue
+        file = (page.parent / href.group(1).split("?")[0]).resolve()
+        if file.name in KEEP_CSS or not file.is_file():
+            continue
+        links.append((tag, file))
+    if len(links) < 2:
+        return head
+    key = tuple(f for _, f in links)
+    if key not in bundles:
+        static = outdir / "_static"
+        text = "\n".join(_css_text(f, outdir, static, set()) for f in key) + SLIM_CSS
+        name = f"{BUNDLE_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:12]}.css"
+        (static / name).write_text(text, encoding="utf-8")
+        bundles[key] = static / name
+    href = posixpath.relpath(bundles[key].as_posix(), page.parent.as_posix())
+    first, *rest = (tag for tag, _ in links)
+    head = head.replace(first, f'    <link rel="stylesheet" href="{href}" />\n', 1)
+    for tag in rest:
+        head = head.replace(tag, "", 1)
+    return head
+
+
+def defer_scripts(page: pathlib.Path, head: str) -> str:
+    def deferred(m: re.Match) -> str:
+        before, src, after = m.groups()
+        attrs = before + after
+        if re.search(r"\b(defer|async)\b|type=\"module\"", attrs) or not _local(src):
+            return m.group(0)
+        if src.split("?")[0].endswith("documentation_options.js"):
+            file = page.parent / src.split("?")[0]
+            if file.is_file():
+                return f"<script>{file.read_text(encoding='utf-8').strip()}</script>"
+            return m.group(0)
+        return f'<script{before}defer src="{src}"{after}></script>'
+
+    return SCRIPT_SRC.sub(deferred, head)
+
+
+# Fewer elements. Each rule below keeps what a reader sees and copies; tests/test_perf_pages.py
+# checks the look on pages and the copied code.
+
+# Appended to the bundle: the look the removed spans gave, now on the element that keeps the text.
+SLIM_CSS = """
+/* attn_perf: a code box whose plain token spans became text shows that text in the box's own
+   colour (pygments.css's .highlight rule), as the spans did, not in the theme's colour for pre. */
+div.highlight > pre.attn-plain { color: inherit; }
+/* attn_perf: a one-word inline literal without its span.pre keeps that span's look (basic.css's
+   span.pre; _ext/attn_book.css lets it wrap on a phone). */
+code.literal.pre { white-space: nowrap; hyphens: none; }
+@media (max-width: 640px) { .bd-article code.literal.pre { white-space: normal; } }
+"""
+
+# copybutton_exclude's classes (prompts and output, left out of what the copy button copies) and
+# the line numbers keep their spans whatever their colour.
+KEEP_TOKENS = {"gp", "go", "linenos", "hll"}
+PYGMENTS_RULE = re.compile(
+    r'(?:^|\})\s*(?:html\[data-theme="(\w+)"\] )?\.highlight(?: \.([\w-]+))? \{([^}]*)\}', re.M)
+CODE_BOX = re.compile(r'<div class="highlight"><pre>(.*?)</pre>', re.S)
+TOKEN = re.compile(r'<span class="([\w-]+)">([^<]*)</span>')
+TAG = re.compile(r"<[^>]*>")
+
+
+def _declarations(text: str) -> tuple:
+    return tuple(sorted(" ".join(d.split()).lower() for d in text.split(";") if d.strip()))
+
+
+def token_colours(css: str) -> tuple[set, set]:
+    """From pygments.css: the token classes drawn exactly like the code box's own text, and those
+    with a colour of their own, each in every colour mode the sheet has."""
+    base: dict = {}
+    rules: dict = {}
+    for m in PYGMENTS_RULE.finditer(css):
+        theme, cls, decls = m.group(1) or "", m.group(2), _declarations(m.group(3))
+        if cls is None:
+            colour = [d for d in decls if d.startswith("color:")]
+            base[theme] = colour[0] if colour else None
+        else:
+            rules.setdefault(cls, {})[theme] = decls
+    themes = set(base)
+    plain = {c for c, r in rules.items() if c not in KEEP_TOKENS and set(r) == themes
+             and all(base[t] and r[t] == (base[t],) for t in themes)}
+    coloured = {c for c, r in rules.items() if set(r) == themes
+                and all(any(d.startswith("color:") and d != "color: inherit" for d in r[t]) for t in themes)}
+    return plain, coloured
+
+
+def flatten_code(html: str, plain: set, coloured: set) -> str:
+    """Pygments' spans of the plain classes written as text. Only in a box where nothing else
+    takes the pre element's colour, which becomes the box's: no visible bare text, and every
+    other span colours itself."""
+    def box(m: re.Match) -> str:
+        body = m.group(1)
+        left = TOKEN.sub(lambda t: "" if t.group(1) in plain else t.group(0), body)
+        if (TAG.sub("", TOKEN.sub("", left)).strip()
+                or any(c not in coloured for c in TOKEN_CLASS.findall(left))
+                or not any(c in plain for c in TOKEN_CLASS.findall(body))):
+            return m.group(0)
+        flat = TOKEN.sub(lambda t: t.group(2) if t.group(1) in plain else t.group(0), body)
+        return f'<div class="highlight"><pre class="attn-plain">{flat}</pre>'
+
+    return CODE_BOX.sub(box, html)
+
+
+TOKEN_CLASS = re.compile(r'<span class="([^"]*)"')
+# docutils writes each word of an inline literal (and of a signature's names) as an unbreakable
+# <span class="pre">; one alone in its parent gives the parent its class instead (basic.css's
+# span.pre rule then applies to a span parent as it did to the child; SLIM_CSS to a code one).
+SOLE_PRE = re.compile(r'<(span|code) class="([^"]*)"><span class="pre">([^<]*)</span></\1>')
+
+
+def merge_pre(html: str) -> str:
+    def merged(m: re.Match) -> str:
+        tag, cls, text = m.groups()
+        if tag == "code" and "literal" not in cls.split():
+            return m.group(0)
+        return f'<{tag} class="{cls} pre">{text}</{tag}>'
+
+    return SOLE_PRE.sub(merged, html)
+
+
+# the theme's page contents (the secondary sidebar) and sphinx-book-theme's copy for print
+PAGE_TOC = re.compile(r'(<nav (?:id="pst-page-toc-nav"|aria-label="Page")[^>]*>)(.*?)(</nav>)', re.S)
+PY_OBJECT = re.compile(r'<dl class="py (\w+)">\s*<dt class="sig sig-object py"[^>]*\bid="([^"]+)"')
+TOC_ITEM = re.compile(r"<li\b[^>]*>|</li>")
+KEEP_IN_TOC = {"class", "exception"}
+
+
+def trim_page_toc(html: str) -> str:
+    """The page's table of contents (both copies) without its entries for documented functions,
+    methods and attributes (the API page's 831 of 938): it lists the sections, modules and classes,
+    and the page's body what each holds."""
+    drop = {oid for kind, oid in PY_OBJECT.findall(html) if kind not in KEEP_IN_TOC}
+    if not drop:
+        return html
+
+    def trimmed(m: re.Match) -> str:
+        toc = m.group(2)
+        open_at, cuts = [], []
+        for item in TOC_ITEM.finditer(toc):
+            if item.group(0) != "</li>":
+                open_at.append(item.start())
+                continue
+            start = open_at.pop()
+            href = re.match(r'<li\b[^>]*>\s*<a\b[^>]*\bhref="#([^"]+)"', toc[start:item.end()])
+            if href and href.group(1) in drop:
+                cuts.append((start, item.end()))
+        kept, pos = [], 0
+        for start, end in sorted(cuts):
+            if start >= pos:  # (one inside an entry already cut goes with it)
+                kept.append(toc[pos:start])
+                pos = end
+        kept.append(toc[pos:])
+        toc = re.sub(r"<ul\b[^>]*>\s*</ul>", "", "".join(kept))
+        return m.group(1) + toc + m.group(3)
+
+    return PAGE_TOC.sub(trimmed, html)
+
+
+def slim_page(html: str, plain: set, coloured: set) -> str:
+    return trim_page_toc(merge_pre(flatten_code(html, plain, coloured)))
+
+
+def speed_up_pages(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    outdir = pathlib.Path(app.outdir)
+    bundles: dict = {}
+    linked = set()
+    pygments = outdir / "_static" / "pygments.css"
+    plain, coloured = token_colours(pygments.read_text(encoding="utf-8")) if pygments.is_file() else (set(), set())
+    for page in sorted(outdir.rglob("*.html")):
+        if "_static" in page.relative_to(outdir).parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        m = HEAD.search(text)
+        if not m:
+            continue
+        head = defer_scripts(page, bundle_stylesheets(page, m.group(0), outdir, bundles))
+        new = text[:m.start()] + head + slim_page(text[m.end():], plain, coloured)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+        linked.update(re.findall(BUNDLE_PREFIX + r"[0-9a-f]+\.css", head))
+    # bundles of an earlier build that no page links any more (a page an incremental build did not
+    # write again still links its own)
+    for old in (outdir / "_static").glob(BUNDLE_PREFIX + "*.css"):
+        if old.name not in linked:
+            old.unlink()
+
+
+def setup(app):
+    app.connect("build-finished", speed_up_pages, priority=800)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,383 @@
+"""The whole book as one PDF per edition, printed by Chromium from the built site (no TeX).
+
+    python -m scripts.pdf [SITE]      # default: the repository; reads SITE/_build/html (make pdf)
+
+For each edition (English at the site's root, Chinese under zh/), the chapters' articles are put
+into one HTML document in the book's order (the edition's _toc.yml): a title page, the contents,
+then each part and chapter. Every id is prefixed with its chapter's name so that ids stay unique,
+and each link to another chapter becomes a link inside the document, so the PDF's links work
+offline; a link out of the book goes to the published site. Headings move one level down under the
+part headings, and Chromium's tagged PDF turns them into the outline (bookmarks). The footer holds
+the page numbers. The maths comes as the site has it: typeset at build time (its style sheet is
+taken from the page) or by the site's own MathJax, which is waited for. An explorer is live only on
+the site: its place says so, with the address.
+
+The PDF lands at the edition's root (PDF_NAME in _ext/attn_print.py), and the introduction then
+links it (so a site built without the PDF links none). Chromium is Debian's (/usr/bin/chromium), driven by Playwright, offline: no host but
+the local server resolves.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import pathlib
+import posixpath
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from html import escape
+
+import yaml
+from bs4 import BeautifulSoup
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+from attn_print import PDF_NAME, pdf_link  # noqa: E402 (the extension's folder is not a package)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+# edition -> (its sources, for _toc.yml and _config.yml; its folder in the site; its language tag)
+EDITIONS = {"en": (ROOT, "", "en"), "zh": (ROOT / "zh", "zh", "zh-CN")}
+WORDS = {
+    "en": {"contents": "Contents", "edition": "English edition", "live": "Interactive explorer: it runs on the "
+           "book's site, at", "printed": "Printed from the site built on", "site": "The book online:"},
+    "zh": {"contents": "目录", "edition": "中文版", "live": "交互式探索器：请在本书网站上使用，地址：",
+           "printed": "由网站生成，日期：", "site": "在线阅读："},
+}
+FOOTER = ('<div style="width:100%;font-size:8px;color:#555;text-align:center;font-family:sans-serif">'
+          '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
+# Only in the assembled document: each part and chapter starts a page; the title page is centred.
+BOOK_CSS = """
+.attn-pdf-part, .attn-pdf-chapter, .attn-pdf-contents { break-before: page; }
+.attn-pdf-title { text-align: center; padding-top: 30vh; }
+.attn-pdf-title h1 { font-size: 28pt; margin-bottom: 1em; }
+.attn-pdf-part > h1 { font-size: 22pt; margin-top: 35vh; text-align: center; }
+.attn-pdf-contents ol { list-style: none; padding-left: 0; }
+.attn-pdf-contents ol ol { padding-left: 1.5em; }
+.attn-pdf-contents li { margin: .2em 0; }
+.attn-pdf-live { border: 1px solid #999; padding: .5em .8em; font-style: italic; }
+html:lang(zh) body { font-family: "Noto Sans CJK SC", "Noto Sans", sans-serif; }  /* the Simplified forms */
+"""
+ID_REFS = ("aria-labelledby", "aria-describedby", "aria-controls", "aria-owns", "for", "headers")
+
+
+class PdfError(RuntimeError):
+    pass
+
+
+def book_order(src: pathlib.Path) -> list[tuple[str | None, list[str]]]:
+    """(part caption or None, [page names]) in the order of the edition's _toc.yml."""
+    toc = yaml.safe_load((src / "_toc.yml").read_text(encoding="utf-8"))
+    order: list[tuple[str | None, list[str]]] = [(None, [toc["root"]])]
+    for part in toc.get("parts", []):
+        order.append((part.get("caption"), [c["file"] for c in part.get("chapters", [])]))
+    return order
+
+
+def site_url(place: str) -> str:
+    """Where the edition is published: GitHub Pages of the repository in _config.yml."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    owner, repo = urllib.parse.urlsplit(config["repository"]["url"]).path.strip("/").split("/")[:2]
+    return f"https://{owner}.github.io/{repo}/" + (place + "/" if place else "")
+
+
+def slug(page: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", page)
+
+
+class Chapter:
+    """One built page, its article made ready to sit inside the book's document."""
+
+    def __init__(self, edition_dir: pathlib.Path, page: str, pages: set[str], base_url: str, lang: str):
+        path = edition_dir / f"{page}.html"
+        if not path.exists():
+            raise PdfError(f"{path} is missing: build the site first (make book)")
+        self.page, self.slug = page, slug(page)
+        text = path.read_text(encoding="utf-8")
+        # Only the head's styles and the article are wanted: parsing those alone (not the navigation, the
+        # widgets' saved state) takes a fraction of the time.
+        start, end = text.find('<article class="bd-article"'), text.find("</article>")
+        head_end = text.find("</head>")
+        self.head = BeautifulSoup(text[: head_end + 7] if head_end >= 0 else "", "html.parser")
+        self.soup = BeautifulSoup(text[start : end + 10] if 0 <= start < end else "", "html.parser")
+        article = self.soup.select_one("article.bd-article")
+        if article is None:
+            raise PdfError(f"{path} has no <article class='bd-article'>: is it a page of the book?")
+        self.article = article
+        heading = article.find("h1")
+        self.title = heading.get_text(" ", strip=True).rstrip("#").strip() if heading else page
+        self._clean(lang, base_url)
+        self._relink(pages, base_url)
+
+    def _clean(self, lang: str, base_url: str) -> None:
+        a = self.article
+        for junk in a.select(".headerlink, .attn-lang, .attn-pdf, script:not([type])"):
+            junk.decompose()
+        for d in a.select("details.attn-deeper, details.sd-dropdown"):
+            d["open"] = ""  # prose: open on paper (a hidden code cell stays folded)
+        for img in a.find_all("img"):
+            img.attrs.pop("loading", None)  # every figure is printed, none waits to be scrolled to
+        for view in a.select('script[type="application/vnd.jupyter.widget-view+json"]'):
+            note = self.soup.new_tag("p", attrs={"class": "attn-pdf-live"})
+            url = base_url + self.page + ".html"
+            note.append(WORDS[lang]["live"] + " ")
+            link = self.soup.new_tag("a", href=url, attrs={"class": "attn-url-shown"})
+            link.string = url
+            note.append(link)
+            view.replace_with(note)
+        for level in range(6, 0, -1):  # chapters sit under their part's heading
+            for h in a.find_all(f"h{level}"):
+                h.name = f"h{min(level + 1, 6)}"
+
+    def _relink(self, pages: set[str], base_url: str) -> None:
+        prefix = self.slug + "--"
+        for tag in self.article.find_all(True):
+            if tag.get("id"):
+                tag["id"] = prefix + tag["id"]
+            for key in ID_REFS:
+                if tag.get(key):
+                    value = tag[key]
+                    value = value if isinstance(value, list) else value.split()
+                    tag[key] = " ".join(prefix + v for v in value)
+            if tag.name == "a" and tag.get("href"):
+                tag["href"] = self._href(tag["href"], pages, base_url)
+            for key in ("src", "poster"):
+                if tag.get(key):
+                    tag[key] = self._resource(tag[key])
+            if tag.get("srcset"):
+                tag["srcset"] = ", ".join(
+                    " ".join([self._resource(part.split()[0]), *part.split()[1:]])
+                    for part in tag["srcset"].split(",") if part.strip())
+
+    def _resource(self, url: str) -> str:
+        """A file the page loads, relative to the edition's root (where the document is served)."""
+        if re.match(r"^[a-z][a-z0-9+.-]*:", url, re.I) or url.startswith(("/", "#")):
+            return url
+        return posixpath.normpath(posixpath.join(posixpath.dirname(self.page), url))
+
+    def _href(self, href: str, pages: set[str], base_url: str) -> str:
+        if re.match(r"^[a-z][a-z0-9+.-]*:", href, re.I):
+            return href
+        path, _, fragment = href.partition("#")
+        if not path:
+            return f"#{self.slug}--{fragment}" if fragment else f"#{self.slug}"
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(self.page), path))
+        name = target[:-5] if target.endswith(".html") else target
+        if name in pages:
+            return f"#{slug(name)}--{fragment}" if fragment else f"#{slug(name)}"
+        return urllib.parse.urljoin(base_url, target) + (f"#{fragment}" if fragment else "")
+
+
+def assemble(edition_dir: pathlib.Path, src: pathlib.Path, place: str, lang_tag: str) -> tuple[str, list[str]]:
+    """The edition's book as one HTML document (served from the edition's root); and its chapters' titles."""
+    lang = "zh" if lang_tag.startswith("zh") else "en"
+    config = yaml.safe_load((src / "_config.yml").read_text(encoding="utf-8"))
+    order = book_order(src)
+    pages = {p for _, names in order for p in names}
+    base_url = site_url(place)
+    chapters = {p: Chapter(edition_dir, p, pages, base_url, lang) for p in pages}
+
+    head: list[str] = []
+    seen: set[str] = set()
+    for ch in chapters.values():  # every page's style sheets and styles (the maths' may differ per page)
+        for el in ch.head.find_all(["link", "style", "script"]):
+            if el.name == "link" and "stylesheet" not in (el.get("rel") or []):
+                continue
+            if el.name == "script" and "mathjax" not in (el.get("src", "") + el.get_text()).lower():
+                continue  # the site's scripts drive its navigation; only MathJax (when it runs in the page) is needed
+            if el.get("href"):
+                el["href"] = ch._resource(el["href"])
+            if el.get("src"):
+                el["src"] = ch._resource(el["src"])
+            if el.name == "link" and el.get("media") == "print":
+                el["media"] = "all"
+            key = str(el)
+            if key not in seen:
+                seen.add(key)
+                head.append(key)
+
+    words = WORDS[lang]
+    contents = [f'<section class="attn-pdf-contents" id="attn-pdf-contents"><h2>{words["contents"]}</h2><ol>']
+    body = []
+    for caption, names in order:
+        items = "".join(f'<li><a href="#{chapters[n].slug}">{escape(chapters[n].title)}</a></li>' for n in names)
+        if caption:
+            part_id = "part-" + slug(caption)
+            contents.append(f'<li><a href="#{part_id}">{escape(caption)}</a><ol>{items}</ol></li>')
+            body.append(f'<section class="attn-pdf-part" id="{part_id}"><h1>{escape(caption)}</h1></section>')
+        else:
+            contents.append(items)
+        for n in names:
+            ch = chapters[n]
+            inner = "".join(str(c) for c in ch.article.contents)
+            body.append(f'<section class="attn-pdf-chapter" id="{ch.slug}">{inner}</section>')
+    contents.append("</ol></section>")
+    title, author = escape(config.get("title", "")), escape(config.get("author", ""))
+    today = time.strftime("%Y-%m-%d")
+    title_page = (f'<section class="attn-pdf-title"><h1>{title}</h1><p>{author}</p>'
+                  f'<p>{words["edition"]}</p><p>{words["site"]} <a class="attn-url-shown" href="{base_url}">{base_url}</a></p>'
+                  f'<p>{words["printed"]} {today}</p></section>')
+    doc = (f'<!DOCTYPE html><html lang="{lang_tag}" data-theme="light" data-mode="light"><head><meta charset="utf-8">'
+           f"<title>{title}</title>{''.join(head)}<style>{BOOK_CSS}</style></head>"
+           f'<body><div class="bd-article-container"><article class="bd-article" role="main">'
+           f"{title_page}{''.join(contents)}{''.join(body)}</article></div></body></html>")
+    return doc, [chapters[n].title for _, names in order for n in names]
+
+
+def serve(directory: pathlib.Path, extra: dict[str, bytes]):
+    """A local server for the built site, with the assembled documents at ``extra``'s paths."""
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            path = urllib.parse.urlsplit(self.path).path
+            if path in extra:
+                data = extra[path]
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            super().do_GET()
+
+        def log_message(self, *args):  # quiet
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(directory)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def print_pdf(browser, url: str, out: pathlib.Path, title: str) -> dict[str, float]:
+    """Print the document at ``url`` to ``out``; return the seconds spent loading it (with MathJax) and printing."""
+    start = time.perf_counter()
+    page = browser.new_page()
+    page.set_default_timeout(600_000)
+    problems: list[str] = []
+    page.on("requestfailed", lambda r: problems.append(f"{r.url}: {r.failure}"))
+    page.goto(url, wait_until="load", timeout=300_000)
+    # MathJax in the page (where the site still typesets in the browser), the web fonts, every image
+    page.evaluate("""async () => {
+        if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+        await document.fonts.ready;
+        await Promise.all([...document.images].map(i => i.complete ? 0 : new Promise(r => { i.onload = i.onerror = r; })));
+    }""")
+    broken = page.evaluate("() => [...document.images].filter(i => !i.naturalWidth).map(i => i.src)")
+    if broken or problems:
+        raise PdfError(f"{out.name}: not loaded: {(broken + problems)[:10]}")
+    loaded = time.perf_counter()
+    header = ('<div style="width:100%;font-size:8px;color:#777;text-align:right;padding-right:16mm;font-family:sans-serif">'
+              f"{escape(title)}</div>")
+    page.pdf(path=str(out), format="A4", print_background=True, outline=True, tagged=True,
+             display_header_footer=True, header_template=header, footer_template=FOOTER,
+             margin={"top": "18mm", "bottom": "20mm", "left": "16mm", "right": "16mm"})
+    page.close()
+    return {"load_s": round(loaded - start, 1), "print_s": round(time.perf_counter() - loaded, 1)}
+
+
+def page_count(path: pathlib.Path) -> int:
+    try:
+        from pypdf import PdfReader
+    except ImportError:  # a rough count from the page objects (Chromium writes no object streams for them)
+        return len(re.findall(rb"/Type\s*/Page\b", path.read_bytes()))
+    return len(PdfReader(path).pages)
+
+
+def build(site: pathlib.Path = ROOT, editions: tuple[str, ...] = ("en", "zh")) -> list[dict]:
+    """Write each edition's PDF into ``site/_build/html``; return what was written (path, pages, bytes,
+    seconds). Two editions are printed at once, each in its own process (and Chromium renderer): the
+    work is on the CPU, assembling and laying out a few hundred pages."""
+    html = site / "_build" / "html"
+    if not (html / "index.html").exists():
+        raise PdfError(f"no built site in {html}: run make book (or python -m scripts.site {site}) first")
+    if not pathlib.Path(CHROMIUM).exists():
+        raise PdfError(f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium")
+    if len(editions) == 1:
+        return [build_one(html, editions[0])]
+    procs = [subprocess.Popen([sys.executable, "-m", "scripts.pdf", str(site), "--edition", lang, "--json"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for lang in editions]
+    results, errors = [], []
+    for lang, proc in zip(editions, procs, strict=True):
+        out, err = proc.communicate(timeout=1800)
+        if proc.returncode:
+            errors.append(f"{lang}: {err.strip()[-3000:]}")
+        else:
+            r = json.loads(out.strip().splitlines()[-1])
+            results.append(r | {"path": pathlib.Path(r["path"])})
+    if errors:
+        raise PdfError("\n".join(errors))
+    return results
+
+
+def offer(root: pathlib.Path, src: pathlib.Path, lang: str) -> None:
+    """Link the PDF from the edition's introduction (its root page), under its title: only now that the
+    PDF exists, so that a site built without it links none."""
+    page = book_order(src)[0][1][0]
+    path = root / f"{page}.html"
+    text = path.read_text(encoding="utf-8")
+    if 'class="attn-pdf"' in text:
+        return
+    start = text.find('<article class="bd-article"')
+    end = text.find("</h1>", start)
+    if start < 0 or end < 0:
+        raise PdfError(f"{path}: no <article> with a <h1> to put the PDF's link under")
+    link = pdf_link(lang, posixpath.relpath(PDF_NAME[lang], posixpath.dirname(page)))
+    tmp = path.with_suffix(".html.tmp")  # replaced whole: a test reading the site meanwhile sees one or the other
+    tmp.write_text(text[: end + 5] + "\n" + link + text[end + 5 :], encoding="utf-8")
+    tmp.replace(path)
+
+
+def build_one(html: pathlib.Path, lang: str) -> dict:
+    from playwright.sync_api import sync_playwright
+
+    src, place, tag = EDITIONS[lang]
+    root = html / place if place else html
+    start = time.perf_counter()
+    doc, _ = assemble(root, src, place, tag)
+    assembled = time.perf_counter()
+    url_path = f"/{place + '/' if place else ''}_attn_book_{lang}.html"
+    server = serve(html, {url_path: doc.encode("utf-8")})
+    out = root / PDF_NAME[lang]
+    title = yaml.safe_load((src / "_config.yml").read_text(encoding="utf-8")).get("title", "")
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            spent = print_pdf(browser, f"http://127.0.0.1:{server.server_port}{url_path}", out, title)
+            browser.close()
+    finally:
+        server.shutdown()
+    offer(root, src, lang)
+    return {"edition": lang, "path": out, "pages": page_count(out), "bytes": out.stat().st_size,
+            "seconds": round(time.perf_counter() - start, 1), "assemble_s": round(assembled - start, 1), **spent}
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m scripts.pdf", description=__doc__.split("\n")[0])
+    parser.add_argument("site", nargs="?", default=str(ROOT), help="the folder holding _build/html (default: the repository)")
+    parser.add_argument("--edition", action="append", choices=sorted(EDITIONS), help="only this edition (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print each result as one line of JSON")
+    args = parser.parse_args(argv)
+    try:
+        results = build(pathlib.Path(args.site).resolve(), tuple(args.edition or EDITIONS))
+    except PdfError as e:
+        print(e, file=sys.stderr)
+        return 1
+    for r in results:
+        if args.json:
+            print(json.dumps(r | {"path": str(r["path"])}))
+        else:
+            print(f"{r['edition']}: {r['path']}  {r['pages']} pages, {r['bytes'] / 1e6:.1f} MB, {r['seconds']} s "
+                  f"(assembled in {r['assemble_s']} s, loaded in {r['load_s']} s, printed in {r['print_s']} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

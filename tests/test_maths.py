@@ -1,0 +1,181 @@
+"""Maths typeset when the site is built (_ext/attn_maths.py, scripts/mathjax_render.cjs): every formula of
+both editions is MathJax's CHTML with its assistive MathML, and no page loads MathJax's script."""
+
+from __future__ import annotations
+
+import html
+import pathlib
+import re
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "_ext"))
+
+import attn_maths  # noqa: E402
+
+MATH_ELEMENT = re.compile(r'<(span|div) class="(?:[^"]* )?math notranslate nohighlight[ "]')
+# What MathJax in a browser would take for TeX still to typeset, once code and scripts are set aside.
+RAW_TEX = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\\begin\{|\\frac|\\sqrt")
+NOT_PROSE = re.compile(r"<(script|style|pre|code|textarea|math)\b.*?</\1>", re.S)
+
+
+def _render(*formulas: tuple[str, bool]) -> list[str]:
+    result = attn_maths.render([{"page": "t.html", "fontURL": "fonts", "scale": 1,
+                                 "formulas": [{"tex": t, "display": d} for t, d in formulas]}])
+    return result["pages"][0]["html"]
+
+
+# ----- the renderer, on its own
+
+def test_renderer_typesets_the_tex_the_book_uses_with_assistive_mathml():
+    out = _render((r"\operatorname{softmax}(x)_i", False), (r"\boldsymbol{x} \in \mathbb{R}^{d}", False),
+                  (r"\text{score}(q, k) = \frac{q \cdot k}{\sqrt{d_k}}", True),
+                  (r"\begin{align} a &= b \\ c &\le \lVert d \rVert \end{align}", True))
+    assert len(out) == 4
+    for formula in out:
+        assert formula.startswith("<mjx-container") and "<mjx-merror" not in formula
+        assert re.search(r"<mjx-assistive-mml[^>]*><math ", formula), formula[:200]
+    assert 'display="true"' in out[2] and 'display="true"' not in out[0]
+    assert "<mi>softmax</mi>" in out[0] or "softmax" in re.sub("<[^>]+>", "", out[0])
+    assert "<mtable" in out[3]  # the align environment is a table of rows
+
+
+def test_a_tex_error_fails_naming_the_page_and_the_tex():
+    with pytest.raises(attn_maths.MathsError, match=r"t\.html: .*\\notamacro") as err:
+        _render(("x", False), (r"\notamacro{y}", False))
+    assert "Undefined control sequence" in str(err.value)
+    with pytest.raises(attn_maths.MathsError, match=r"\\frac\{a"):
+        _render((r"\frac{a", True))
+
+
+def test_without_node_the_build_says_run_make_setup(monkeypatch):
+    monkeypatch.setattr(attn_maths.shutil, "which", lambda _name: None)
+    with pytest.raises(attn_maths.MathsError, match="run make setup"):
+        _render(("x", False))
+
+
+def test_tex_is_taken_from_between_the_delimiters_sphinx_writes():
+    assert attn_maths.split_tex(r"\(a &lt; b\)", display=False) == "a < b"
+    assert attn_maths.split_tex(r" \[x^2\] ", display=True) == "x^2"
+    env = r"\begin{align}a&=b\end{align}"
+    assert attn_maths.split_tex(env, display=True) == env
+    with pytest.raises(attn_maths.MathsError):
+        attn_maths.split_tex("x^2", display=False)
+
+
+def test_a_page_is_typeset_in_place_keeping_what_sphinx_wrote_around_the_tex(tmp_path):
+    """Labelled equations (id, number), a notebook's text/latex output (its own classes), escaped TeX."""
+    (tmp_path / "_static").mkdir()
+    page = tmp_path / "book" / "p.html"
+    page.parent.mkdir()
+    (tmp_path / "output.html").write_text(  # a page whose one formula is a notebook's text/latex output
+        '<html><head></head><body><div class="output text_latex math notranslate nohighlight">\\[y\\]</div></body></html>')
+    page.write_text(
+        '<html><head><title>t</title></head><body><p>Let <span class="math notranslate nohighlight">\\(a &lt; b\\)</span>.</p>\n'
+        '<div class="math notranslate nohighlight" id="equation-e1">\n<span class="eqno">(1)<a class="headerlink" '
+        'href="#equation-e1">#</a></span>\\[x^2\\]</div>\n'
+        '<div class="output text_latex math notranslate nohighlight">$$\\frac{1}{2}$$</div></body></html>')
+    app = type("App", (), {"outdir": str(tmp_path), "builder": type("B", (), {"format": "html"})})
+    attn_maths.typeset_pages(app, None)
+    text = page.read_text()
+    assert text.count("<mjx-container") == 3 and "\\(" not in text and "$$" not in text
+    assert '<div class="math notranslate nohighlight" id="equation-e1">\n<span class="eqno">(1)<a' in text
+    assert '<div class="output text_latex math notranslate nohighlight"><mjx-container' in text
+    assert "<mo>&lt;</mo>" in text  # the TeX was unescaped before typesetting, the MathML escaped again
+    assert 'url("../_static/mathjax/woff-v2/' in text and text.count('<style id="attn-maths">') == 1
+    before = text
+    attn_maths.typeset_pages(app, None)  # a page already typeset (an incremental build) is left alone
+    assert page.read_text() == before
+    assert "<mjx-container" in (tmp_path / "output.html").read_text()
+
+
+def test_formulas_that_can_scroll_are_focusable_and_the_fonts_drawn_with_are_preloaded(tmp_path):
+    """Displayed formulas and inline ones in an API description (the style sheet lets them scroll sideways)
+    take the keyboard focus; inline prose maths does not. The page preloads the fonts its glyphs use."""
+    page = tmp_path / "p.html"
+    page.write_text(
+        '<html><head></head><body><p><span class="math notranslate nohighlight">\\(a\\)</span></p>'
+        '<div class="math notranslate nohighlight">\\[\\sum_i x_i\\]</div>'
+        '<dl class="py function"><dt>f</dt><dd><dl class="field-list"><dt>k</dt><dd>v</dd></dl>'
+        '<p><span class="math notranslate nohighlight">\\(b\\)</span></p></dd></dl>'
+        '<p><span class="math notranslate nohighlight">\\(c + 2\\)</span></p></body></html>')
+    (tmp_path / "_static").mkdir()
+    app = type("App", (), {"outdir": str(tmp_path), "builder": type("B", (), {"format": "html"})})
+    attn_maths.typeset_pages(app, None)
+    text = page.read_text()
+    focusable = re.findall(r"<mjx-container[^>]*>", text)
+    assert ['tabindex="0"' in tag for tag in focusable] == [False, True, True, False]
+    head = text.split("</head>")[0]
+    preloaded = re.findall(r'<link rel="preload" href="[^"]*/(MathJax_[\w-]+)\.woff" as="font"', head)
+    assert preloaded == ["MathJax_Zero", "MathJax_Main-Regular", "MathJax_Math-Italic"]
+
+
+# ----- the built site, both editions
+
+def _pages(built_site: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(p for p in built_site.rglob("*.html") if not {"_static", "_sources"} & set(p.parts))
+
+
+def test_every_formula_of_both_editions_is_typeset_with_assistive_mathml(built_site):
+    counts = {"en": 0, "zh": 0}
+    for page in _pages(built_site):
+        rel = page.relative_to(built_site).as_posix()
+        text = page.read_text(encoding="utf-8")
+        elements = len(MATH_ELEMENT.findall(text))
+        containers = re.findall(r"<mjx-container\b.*?</mjx-container>", text, re.S)
+        assert len(containers) == elements, f"{rel}: {elements} formulas, {len(containers)} typeset"
+        assert "<mjx-merror" not in text, f"{rel}: a TeX error in a formula"
+        for c in containers:
+            assert re.search(r"<mjx-assistive-mml[^>]*><math ", c), f"{rel}: no assistive MathML in {c[:300]}"
+        prose = html.unescape(re.sub(r"<[^>]+>", " ", NOT_PROSE.sub(" ", text)))
+        raw = [prose[max(0, m.start() - 40):m.end() + 40] for m in RAW_TEX.finditer(prose)]
+        assert raw == [], f"{rel}: TeX left in the page's text: {raw[:3]}"
+        # no MathJax runtime: neither its script nor the configuration it read
+        assert not re.search(r"<script[^>]*mathjax", text, re.I) and "window.MathJax" not in text, rel
+        counts["zh" if rel.startswith("zh/") else "en"] += len(containers)
+    assert counts["en"] > 500 and counts["zh"] > 500, counts  # (the book has ~1,500 formulas per edition)
+    assert not list((built_site / "_static" / "mathjax").rglob("*.js")), "no MathJax script is served"
+
+
+def test_each_page_with_maths_carries_the_stylesheet_for_its_glyphs_and_the_fonts_exist(built_site):
+    for page in _pages(built_site):
+        text = page.read_text(encoding="utf-8")
+        if "<mjx-container" not in text:
+            assert 'id="attn-maths"' not in text, page
+            continue
+        css = re.search(r'<style id="attn-maths">(.*?)</style>', text, re.S)
+        assert css, f"{page}: formulas without MathJax's stylesheet"
+        urls = re.findall(r'url\("([^"]+)"\)', css.group(1))
+        assert urls and css.group(1).count("font-display:swap") == css.group(1).count("@font-face")
+        for url in urls:
+            assert (page.parent / url).resolve().is_file(), f"{page}: {url} is not in the site"
+        # only the glyphs this page draws: every character class the page uses has its rule, and a
+        # glyph no page of the book draws (the integral sign) has none
+        used = set(re.findall(r'<mjx-c class="(mjx-c[0-9A-F]+)', text))
+        for cls in used:
+            assert f"mjx-c.{cls}" in css.group(1), f"{page}: no style for {cls}"
+        styled = set(re.findall(r"mjx-c\.(mjx-c[0-9A-F]+)", css.group(1)))
+        assert styled <= used, f"{page}: styles for glyphs it does not draw: {sorted(styled - used)[:5]}"
+
+
+@pytest.mark.parametrize("path", ["book/self_attention.html", "zh/book/causal_attention.html"])
+def test_formulas_are_drawn_in_chromium_with_the_sites_own_fonts(watch, path):
+    page = watch.goto(path)
+    # every font the page asked for has arrived or failed (a loaded machine can take seconds)
+    page.wait_for_function("document.fonts.status === 'loaded' && [...document.fonts].every(f => f.status !== 'loading')",
+                           timeout=30000)
+    drawn = page.evaluate("""() => {
+        const shown = [...document.querySelectorAll('mjx-container')].filter(c => c.checkVisibility());
+        const empty = shown.filter(c => { const r = c.getBoundingClientRect(); return !(r.width > 0 && r.height > 0); });
+        const fonts = [...document.fonts].filter(f => f.family.startsWith('MJX'));
+        return {shown: shown.length, empty: empty.length,
+                loaded: fonts.filter(f => f.status === 'loaded').map(f => f.family),
+                failed: fonts.filter(f => f.status === 'error').map(f => f.family)};
+    }""")
+    assert drawn["shown"] > 20 and drawn["empty"] == 0, drawn
+    assert "MJXTEX-I" in drawn["loaded"] and drawn["failed"] == [], drawn
+    assert watch.failed == [] and watch.offhost == [], (watch.failed, watch.offhost)
+    assert any("/_static/mathjax/woff-v2/" in u for u in watch.requests)
+    assert not any("/mathjax/" in u and u.endswith(".js") for u in watch.requests)
