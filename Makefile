@@ -79,7 +79,9 @@ pdf: _assets/.installed
 # machine scored chapters 38-41 that a quiet one scored 43-54). 8 pages, 10-60 s each (book/api.html,
 # 37,000 elements, is the longest); scripts/audit.py also scales the CPU slowdown to the machine.
 TESTTMP ?= _build/test-run
+# (pytest makes --basetemp but not its parent, and a clean clone has no _build/)
 test: setup
+	@mkdir -p $(dir $(TESTTMP))
 	$(BIN)/python -m pytest --nbval --fresh-env $(XDIST) --durations=25 --basetemp=$(TESTTMP) --ignore=tests/test_lighthouse.py
 	ATTN_SITE=$(TESTTMP)/site/_build/html $(BIN)/python -m pytest tests/test_lighthouse.py -q
 
