@@ -47,7 +47,7 @@ def test_runtime_is_one_self_contained_module_whose_only_request_is_the_pages_st
     assert "new URL(tag.dataset.url, doc.baseURI)" in src, "the state file is named relative to the page"
     assert "import(" in src, "widgets are loaded by importing their own module"
     assert not [line for line in src.splitlines() if line.startswith("import ")], "no static imports"
-    assert len(src.encode()) < 12_000, "the runtime stays small: the widgets carry their own code"
+    assert len(src.encode()) < 13_000, "the runtime stays small: the widgets carry their own code"
 
 
 # ------------------------------------------------------------------------ in a page, in Chromium

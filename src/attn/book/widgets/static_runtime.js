@@ -176,23 +176,39 @@ const REST_AFTER_LOAD_MS = 2500;
 export function nearScreen(win = window) {
   if (typeof win.IntersectionObserver !== "function") return () => Promise.resolve();
   const waiting = new Map();
-  const observer = new win.IntersectionObserver((entries) => {
-    for (const e of entries) {
-      if (!e.isIntersecting || !waiting.has(e.target)) continue;
-      observer.unobserve(e.target);
-      for (const go of waiting.get(e.target)) go();
-      waiting.delete(e.target);
-    }
-  }, { rootMargin: "100% 0px" });
-  // the rest: a while after the load (the reader's first seconds of reading and scrolling stay smooth),
-  // one view per idle moment of the browser
-  const idle = (f) => (win.requestIdleCallback ? win.requestIdleCallback(f, { timeout: 3000 }) : win.setTimeout(f, 200));
-  const next = () => {
-    const [el, gos] = waiting.entries().next().value || [];
-    if (!el) return;
+  // Nothing is drawn while the page scrolls: an explorer drawn above the screen in the middle of a smooth
+  // scroll (a link to a section further down) would push the target away, since the browser fixed where
+  // the scroll ends when it began; once the scrolling has settled, the browser's scroll anchoring keeps
+  // what the reader sees in place as explorers above it grow.
+  const near = new Set();
+  let settling = null;
+  const draw = (el) => {
+    const gos = waiting.get(el);
+    if (!gos) return;
     observer.unobserve(el);
     waiting.delete(el);
+    near.delete(el);
     gos.forEach((go) => go());
+  };
+  const observer = new win.IntersectionObserver((entries) => {
+    for (const e of entries) {
+      if (!waiting.has(e.target)) continue;
+      if (e.isIntersecting) near.add(e.target);
+      else near.delete(e.target);
+    }
+    if (settling === null) [...near].forEach(draw);
+  }, { rootMargin: "100% 0px" });
+  win.addEventListener("scroll", () => {
+    win.clearTimeout(settling);
+    settling = win.setTimeout(() => { settling = null; [...near].forEach(draw); }, 200);
+  }, { passive: true });
+  // the rest: a while after the load (the reader's first seconds of reading and scrolling stay smooth),
+  // one view per idle moment of the browser, never while the page scrolls
+  const idle = (f) => (win.requestIdleCallback ? win.requestIdleCallback(f, { timeout: 3000 }) : win.setTimeout(f, 200));
+  const next = () => {
+    const el = waiting.keys().next().value;
+    if (el === undefined) return;
+    if (settling === null) draw(el);
     idle(next);
   };
   const rest = () => win.setTimeout(() => idle(next), REST_AFTER_LOAD_MS);
