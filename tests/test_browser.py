@@ -270,7 +270,7 @@ def test_saved_widget_state_of_each_explorer_is_under_200_kb(built_site):
 def test_explorers_are_drawn_from_the_sites_state_file_as_a_phone_scrolls_to_them(built_site, browser, site_server, path):
     """No page carries its widget state inline (300 kB of the explorers page's 320 kB gzipped, which a phone
     waited for before painting): it is a file of the site's own edition, fetched once; the explorers below
-    the first screen are drawn as they are scrolled to (here the browser never reports idle time, when
+    the first screen are drawn as they are scrolled to, once the scrolling pauses (here the browser never reports idle time, when
     the runtime draws the rest anyway), from that file's models."""
     from conftest import PageWatch
 
@@ -298,7 +298,7 @@ def test_explorers_are_drawn_from_the_sites_state_file_as_a_phone_scrolls_to_the
             if page.evaluate("window.attnWidgets !== undefined"):
                 break
             page.mouse.wheel(0, 700)
-            page.wait_for_timeout(150)
+            page.wait_for_timeout(400)  # a reader's pause: nothing is drawn while the page scrolls
         assert page.evaluate("window.attnWidgets !== undefined"), "every explorer drawn once scrolled to"
         assert page.locator(".attn-w").count() == views
         assert sorted(page.evaluate("[...window.attnWidgets.models.keys()]")) == anywidgets
