@@ -20,7 +20,7 @@ PAGE = """<!DOCTYPE html><html><head>
     <script>DOCUMENTATION_OPTIONS.pagename = 'book/a';</script>
     <script type="module" src="../_static/widgets/runtime.js"></script>
     <script defer src="../_static/scripts/bootstrap.js"></script>
-</head><body><script src="../_static/late.js"></script></body></html>
+</head><body><p class="b d t p">x</p><script src="../_static/late.js"></script></body></html>
 """
 
 
@@ -53,6 +53,26 @@ def test_style_sheets_become_one_bundle_with_urls_that_still_resolve(tmp_path):
     sheets = re.findall(r'<link[^>]*stylesheet[^>]*>', head)
     assert [re.search(r'href="([^"]+)"', s).group(1) for s in sheets] == [
         f"../_static/{bundles[0].name}", "../_static/attn.css?v=3", "../_static/attn-print.css"]
+
+
+def test_the_bundle_leaves_out_rules_no_element_can_match(tmp_path):
+    site = _site(tmp_path)
+    (site / "_static" / "styles" / "theme.css").write_text(
+        '@import "../basic.css";\n.t { background: url(../vendor/x.woff2); }\n'
+        ".unused { color: red; } .unused, .t > a { color: green; } #nowhere .t { color: red; }\n"
+        ".t:not(.unused) { margin: 1px; } a[href$=\".unused\"] { margin: 2px; } .t::before { content: 'x'; }\n"
+        'html[data-theme="dark"] .t { color: white; } :root { --c: 1px; }\n'
+        "@media (max-width: 9px) { .unused { color: red; } } @media print { .t { color: black; } }\n"
+        "@font-face { font-family: F; src: url(../f.woff2); } @keyframes k { from { opacity: 0; } }\n"
+        ".made-by-script { color: blue; } .fa-anchor:before { content: 'a'; }\n")
+    (site / "_static" / "app.js").write_text('el.classList.add("made-by-script");\n')
+    attn_perf.speed_up_pages(types.SimpleNamespace(outdir=str(site), builder=types.SimpleNamespace(format="html")), None)
+    css = next((site / "_static").glob("attn-bundle-*.css")).read_text()
+    for kept in [".unused, .t > a", ".t:not(.unused)", 'a[href$=".unused"]', ".t::before", 'html[data-theme="dark"] .t',
+                 ":root", "@media print", "@font-face", "@keyframes k", ".made-by-script", ".b {", ".p {"]:
+        assert kept in css, kept
+    for gone in [".unused { color: red", "#nowhere", "max-width: 9px", ".fa-anchor"]:
+        assert gone not in css, gone
 
 
 def test_head_scripts_are_deferred_in_order_and_documentation_options_written_in(tmp_path):
