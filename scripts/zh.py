@@ -658,13 +658,40 @@ def output_object(data: dict):
     return None
 
 
+_MD_CELL = re.compile(r"(?<=\|)([^|\n]+)(?=\|)")
+
+
+def translate_markdown(text: str, lang: str = "zh") -> str:
+    """A chapter's Markdown output (a pipe table and the lines around it) with each table cell and each
+    other line translated (attn._locale.translate); the table's pipes, rules and spacing kept."""
+    from attn._locale import translate
+
+    def piece(core: str) -> str:
+        stripped = core.strip()
+        new = translate(stripped, lang) if stripped and set(stripped) - set("-: ") else stripped
+        return core[: len(core) - len(core.lstrip())] + new + core[len(core.rstrip()):]
+
+    lines = []
+    for line in text.split("\n"):
+        if line.lstrip().startswith("|"):
+            lines.append(_MD_CELL.sub(lambda m: piece(m.group(1)), line))
+        else:
+            lines.append(piece(line) if line.strip() else line)
+    return "\n".join(lines)
+
+
 def chinese_output(output: dict, lang: str = "zh") -> dict:
     """A stored output with the words of the package's output objects in ``lang``: its HTML translated text
     by text, its text rewritten by the object rebuilt from the output (only where that object writes the
-    English text exactly as stored); any other output as it is."""
+    English text exactly as stored); a Markdown output (a chapter's table) cell by cell and line by line
+    (:func:`translate_markdown`); any other output as it is."""
     from attn._locale import using
 
     data = output.get("data")
+    if data and "text/markdown" in data:
+        new = copy.deepcopy(output)
+        new["data"]["text/markdown"] = translate_markdown(_joined(data["text/markdown"]), lang)
+        return new
     if not data or ("text/html" not in data and "text/plain" not in data):
         return output
     obj = output_object(data)
@@ -711,6 +738,8 @@ def config() -> dict:
     for key in ("html_extra_path", "html_static_path", "templates_path"):
         c[key] = ["../" + p for p in en["sphinx"]["config"][key]]
     c["html_favicon"] = "../" + en["sphinx"]["config"]["html_favicon"]
+    # the footer's copyright line (_templates/copyright.html): the theme's Chinese catalogue leaves it in English
+    c["html_context"] = {**en["sphinx"]["config"].get("html_context", {}), "attn_copyright": s["copyright"]}
     return cfg
 
 

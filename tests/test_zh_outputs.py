@@ -134,3 +134,13 @@ def test_the_chinese_reader_editions_switch_the_package_to_chinese_and_the_engli
     first = next(c for c in cn.cells if c.cell_type == "code")
     assert 'os.environ["ATTN_LANG"] = "zh"' in first.source
     assert not any("ATTN_LANG" in c.source for c in en.cells if c.cell_type == "code")
+
+
+def test_a_markdown_output_is_translated_cell_by_cell_and_line_by_line_with_its_table_and_numbers_kept():
+    md = ("Measured on the build machine (processor time, one thread):\n\n| model | steps | trained by |\n"
+          "|---|---:|---|\n| BERT | 1500 | this page (mean of 3 seeds) |\n| a text the table does not have | 7 | x |")
+    out = zh.translate_markdown(md)
+    assert out.splitlines() == ["在构建机器上测得（处理器时间，单线程）：", "", "| 模型 | 步数 | 训练脚本 |", "|---|---:|---|",
+                                "| BERT | 1500 | 本页（3 个种子的均值） |", "| a text the table does not have | 7 | x |"]
+    stored = {"output_type": "display_data", "metadata": {}, "data": {"text/markdown": md, "text/plain": "<Markdown>"}}
+    assert zh.chinese_output(stored)["data"] == {"text/markdown": out, "text/plain": "<Markdown>"}

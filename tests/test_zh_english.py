@@ -1,0 +1,98 @@
+"""The English a reader meets on the Chinese pages (issue 35, item 5): measured in Chromium on every built
+Chinese page (scripts/zh_english.py: English words against Chinese characters / 1.5, in the visible text
+outside maths, citations and code, code comments counted), and bounded at 5% a page. Pages still above
+the bound are listed in ABOVE_TODAY with the reason and their measured share as a ceiling."""
+
+import pytest
+
+from conftest import serve_like_pages
+from scripts import zh_english
+from scripts.zh_english import BOUND, count, english_words, share
+
+# Pages still above the bound (issue 35 stays open for them), with what keeps them there and a ceiling a
+# little above their share measured on 2026-12-04, so that the test fails if they get worse. A page
+# under the bound is reported, to be taken off the list.
+ABOVE_TODAY: dict[str, tuple[str, float]] = {
+    "zh/book/api.html": ("the API reference is the package's docstrings (autodoc), all in English: "
+                         "measured 91.4% (22,150 English words, 3,134 Chinese characters)", 0.93),
+}
+
+
+# --- the count ------------------------------------------------------------------------------------------
+
+def test_english_words_are_counted_and_names_symbols_identifiers_and_glosses_are_not():
+    assert english_words("注意力（attention）把每个词元的值混合起来") == []
+    assert english_words("多头注意力（multi-head attention，见下一章）") == []
+    assert english_words("用 PyTorch 的 softmax 训练 GPT-2、BERT 和 RoPE，d_model 与 attn.masks 的 x 和 L") == []
+    assert english_words("The weights sum to one for every query.") == \
+        ["The", "weights", "sum", "to", "one", "for", "every", "query"]
+    # a gloss is a term, not a sentence: five words or more in parentheses count
+    assert english_words("注意力（see the figure below for this）") == ["see", "the", "figure", "below", "for", "this"]
+    # and only right after Chinese: an English parenthesis in an English sentence counts
+    assert english_words("the scores (before softmax)") == ["the", "scores", "before"]
+    assert english_words("# every token sees every real token") == ["every", "token", "sees", "every", "real", "token"]
+
+
+def test_the_share_is_english_words_against_chinese_characters_over_one_and_a_half():
+    assert share(0, 300) == 0 and share(5, 0) == 1 and share(0, 0) == 0
+    assert share(10, 285) == pytest.approx(10 / (10 + 190))
+    c = count(["这是一句中文。", "and this is English"])
+    assert (c.english, c.chinese) == (4, 6) and c.share == pytest.approx(4 / 8)
+
+
+# --- in the browser, on a page made to fail ------------------------------------------------------------
+
+FIXTURE = """<!DOCTYPE html><html lang="zh-CN"><head><meta charset="utf-8"><title>t</title></head><body>
+<p>注意力（attention）把每个词元的值按权重混合起来，权重来自查询与键的相似度，每一行的和为一。</p>
+<p>This sentence was left in English by mistake and should be caught.</p>
+<p><span class="math"><mjx-container>softmax of the scaled scores over the keys</mjx-container></span>
+<span class="bibtex-citation">Vaswani and others, Attention is all you need</span></p>
+<div class="highlight"><pre><span class="k">def</span> attend(query, keys, values): <span class="c1"># mix the values by weight</span></pre></div>
+<p style="display: none">hidden words are not read by anyone at all today</p>
+<details><summary>答案</summary><p>folded words are read once opened</p></details>
+<div class="attn-w"><p>plotted token labels the explorer draws</p></div>
+</body></html>"""
+
+
+def test_a_page_with_an_english_sentence_is_above_the_bound_and_what_is_not_prose_is_left_out(browser, tmp_path):
+    (tmp_path / "page.html").write_text(FIXTURE, encoding="utf-8")
+    (tmp_path / "404.html").write_text("<p>not found</p>", encoding="utf-8")  # the server's answer to /favicon.ico
+    server, base = serve_like_pages(tmp_path, prefix="")
+    try:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        try:
+            got = zh_english.measure(context.new_page(), f"{base}/page.html")
+        finally:
+            context.close()
+    finally:
+        server.shutdown()
+    words = got.text.words
+    # the English sentence (12 words), the code comment (5) and the opened fold (6); not the maths, the
+    # citation, the code, the hidden paragraph or the explorer (counted apart)
+    assert words == ["This", "sentence", "was", "left", "in", "English", "by", "mistake", "and", "should", "be",
+                     "caught", "mix", "the", "values", "by", "weight", "folded", "words", "are", "read", "once",
+                     "opened"], words
+    assert got.text.chinese == zh_english.chinese_chars(FIXTURE.split("<p>")[1]) + 2  # + 答案
+    assert got.widget.english == 6
+    assert got.share > BOUND
+
+
+# --- every Chinese page ---------------------------------------------------------------------------------
+
+def test_the_exceptions_are_above_the_bound_with_a_reason():
+    for page, (why, ceiling) in ABOVE_TODAY.items():
+        assert page.startswith("zh/") and why and BOUND < ceiling < 1, page
+
+
+def test_no_chinese_page_is_more_than_five_percent_english(built_site, site_server, browser):
+    pages = zh_english.chinese_pages(built_site)
+    assert len(pages) >= 18 and "zh/book/self_attention.html" in pages and set(ABOVE_TODAY) <= set(pages)
+    counts = zh_english.measure_site(browser, site_server, pages)
+    print(zh_english.table(counts, top=12))
+    over = [f"{c.page}: {c.share:.1%} English ({c.text.english} words, {c.text.chinese} Chinese characters; "
+            f"most often: {', '.join(sorted(set(c.text.words), key=c.text.words.count, reverse=True)[:12])})"
+            for c in counts if c.share > ABOVE_TODAY.get(c.page, ("", BOUND))[1]]
+    done = [c.page for c in counts if c.page in ABOVE_TODAY and c.share <= BOUND]
+    if done:
+        print(f"under the bound now, take it off ABOVE_TODAY: {done}")
+    assert over == [], "Chinese pages above their bound:\n" + "\n".join(over)
