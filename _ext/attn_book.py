@@ -461,6 +461,8 @@ def setup(app):
     # Issue 34 (a fast, accessible, printable site), one module each: maths typeset at build time,
     # accessibility fixes to the theme's and myst-nb's markup, SEO (descriptions, hreflang, sitemap,
     # figures), the page's loading, print and PDF.
-    for name in ("attn_maths", "attn_a11y", "attn_seo", "attn_perf", "attn_print", "attn_widget_state"):
+    # Issue 35: the Chinese edition shows the package's source with its comments in Chinese.
+    for name in ("attn_maths", "attn_a11y", "attn_seo", "attn_perf", "attn_print", "attn_widget_state",
+                 "attn_source_comments"):
         app.setup_extension(name)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -740,6 +740,8 @@ def config() -> dict:
     c["html_favicon"] = "../" + en["sphinx"]["config"]["html_favicon"]
     # the footer's copyright line (_templates/copyright.html): the theme's Chinese catalogue leaves it in English
     c["html_context"] = {**en["sphinx"]["config"].get("html_context", {}), "attn_copyright": s["copyright"]}
+    # the comments of the package's source shown with {literalinclude} (_ext/attn_source_comments.py)
+    c["attn_source_comments"] = "../i18n/zh/source_comments.yml"
     return cfg
 
 

@@ -3,9 +3,13 @@ Chinese page (scripts/zh_english.py: English words against Chinese characters / 
 outside maths, citations and code, code comments counted), and bounded at 5% a page. Pages still above
 the bound are listed in ABOVE_TODAY with the reason and their measured share as a ceiling."""
 
+import html
+import re
+import sys
+
 import pytest
 
-from conftest import serve_like_pages
+from conftest import ROOT, serve_like_pages
 from scripts import zh_english
 from scripts.zh_english import BOUND, count, english_words, share
 
@@ -75,6 +79,66 @@ def test_a_page_with_an_english_sentence_is_above_the_bound_and_what_is_not_pros
     assert got.text.chinese == zh_english.chinese_chars(FIXTURE.split("<p>")[1]) + 2  # + 答案
     assert got.widget.english == 6
     assert got.share > BOUND
+
+
+# --- the comments of the package's source in Chinese (_ext/attn_source_comments.py) ----------------------
+
+sys.path.insert(0, str(ROOT / "_ext"))
+import attn_source_comments as source_comments  # noqa: E402 (the book's Sphinx extension, from _ext/)
+
+TABLE = ROOT / "i18n" / "zh" / "source_comments.yml"
+
+
+def test_comments_are_translated_from_the_table_and_the_code_is_left_as_it_is():
+    code = ('def f(x):\n    # first line of a run\n    # and its second\n    y = "# not a comment"  # end of line\n'
+            '    return y  # not in the table\n')
+    table = {"first line of a run and its second": "一段注释\n分两行", "end of line": "行尾注释"}
+    assert source_comments.translate_comments(code, table) == (
+        'def f(x):\n    # 一段注释\n    # 分两行\n    y = "# not a comment"  # 行尾注释\n    return y  # not in the table\n')
+    assert source_comments.translate_comments("def (broken", table) == "def (broken"
+
+
+def _package_comments() -> set[str]:
+    return {text for path in (ROOT / "src" / "attn").rglob("*.py")
+            for _, _, text, _ in source_comments.comments(path.read_text(encoding="utf-8"))}
+
+
+def test_every_entry_of_the_comment_table_is_a_comment_of_the_package_and_keeps_its_numbers():
+    found = _package_comments()
+    table = source_comments.load(TABLE)
+    assert len(table) >= 50
+    stale = [k for k in table if k not in found]
+    assert stale == [], f"i18n/zh/source_comments.yml: no longer comments of src/attn (edit or remove them): {stale}"
+    for en, zh in table.items():
+        assert re.findall(r"\d+", en) == re.findall(r"\d+", zh), f"{en!r}: the numbers differ in {zh!r}"
+
+
+def _included_source_comments(page_html: str) -> list[str]:
+    """The comments of the code blocks of a built page that are not a notebook cell's ({literalinclude} and the
+    text's code blocks)."""
+    text = re.sub(r'<div class="cell_input.*?</pre>', "", page_html, flags=re.S)
+    blocks = re.findall(r'<div class="highlight-(?:python|default)[^"]*"><div class="highlight"><pre[^>]*>(.*?)</pre>',
+                        text, re.S)
+    return [t for b in blocks for _, _, t, _ in source_comments.comments(html.unescape(re.sub(r"<[^>]+>", "", b)))]
+
+
+def test_the_chinese_chapters_show_the_packages_source_with_chinese_comments(built_site):
+    package = _package_comments()  # not the comments of a code block in the text (the overlays translate those)
+    table = source_comments.load(TABLE)
+    chinese = {" ".join(line.strip() for line in zh.split("\n")) for zh in table.values()}
+    left, seen = [], 0
+    for page in sorted((built_site / "zh" / "book").glob("*.html")):
+        if page.name == "api.html":
+            continue  # the API reference is the package's docstrings (ABOVE_TODAY)
+        found = [t for t in _included_source_comments(page.read_text(encoding="utf-8")) if t in package | chinese]
+        seen += len(found)
+        # still the English (the table's entries equal to their English: notation kept as it is)
+        left += [f"{page.name}: {t}" for t in found if t in package and english_words(t) and table.get(t) != t]
+    assert seen >= 60, seen
+    assert left == [], "English comments in the package's source on Chinese pages (add them to " \
+                       "i18n/zh/source_comments.yml):\n" + "\n".join(left)
+    english = _included_source_comments((built_site / "book" / "self_attention.html").read_text(encoding="utf-8"))
+    assert any("Masked softmax" in t for t in english), "the English edition keeps the English comments"
 
 
 # --- every Chinese page ---------------------------------------------------------------------------------
