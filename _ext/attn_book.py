@@ -338,8 +338,9 @@ def keep_figure_text_readable(app, exception) -> None:
                 page.write_text(new, encoding="utf-8")
 
 
-LANGUAGE_LINK = ('<p class="attn-lang"><a href="{href}" hreflang="{hreflang}" lang="{hreflang}" title="{title}">'
-                 '{label}</a></p>\n')
+# the title in the page's language (a reader of this page reads it), the label in the language it names
+LANGUAGE_LINK = ('<p class="attn-lang"><a href="{href}" hreflang="{hreflang}" title="{title}">'
+                 '<span lang="{hreflang}">{label}</span></a></p>\n')
 
 
 def link_other_edition(app, pagename, templatename, context, doctree) -> None:  # noqa: ARG001 (html-page-context handler)

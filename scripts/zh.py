@@ -581,6 +581,12 @@ def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
             cell["source"] = localise_markdown(_source(cell))
         if cell["cell_type"] == "code" and cell.get("outputs"):
             cell["outputs"] = [chinese_output(o) for o in cell["outputs"]]
+    # The explorers' saved state speaks Chinese where the notebook is opened (JupyterLab, Colab): their
+    # front ends write their words in the model's lang (on the site, the page's language wins anyway).
+    saved = zh_nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    for model in saved.get("state", {}).values():
+        if model.get("model_module") == "anywidget":
+            model["state"]["lang"] = "zh"
     return zh_nb, missing
 
 

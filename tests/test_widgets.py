@@ -14,6 +14,7 @@ from torch.testing import assert_close
 from attn import masks
 from attn.positional import sinusoidal_table
 from attn.book.widgets import KINDS, AttentionExplorer, MaskExplorer, PositionalEncodingExplorer, seeded_scores, state_size_bytes
+from attn.book.widgets._state import words_table
 
 WIDGETS_DIR = pathlib.Path(__file__).resolve().parents[1] / "src" / "attn" / "book" / "widgets"
 
@@ -420,7 +421,7 @@ def test_front_end_files_are_package_data():
     import tomllib
 
     patterns = tomllib.loads((WIDGETS_DIR.parents[3] / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["attn.book"]
-    for f in [*WIDGETS_DIR.glob("*.js"), *WIDGETS_DIR.glob("*.css")]:
+    for f in [*WIDGETS_DIR.glob("*.js"), *WIDGETS_DIR.glob("*.css"), *WIDGETS_DIR.glob("*.json")]:
         rel = f.relative_to(WIDGETS_DIR.parent).as_posix()  # e.g. widgets/mask_explorer.js
         assert any(fnmatch.fnmatch(rel, p) for p in patterns), rel
 
@@ -429,6 +430,7 @@ def test_front_end_files_are_package_data():
                                      (PositionalEncodingExplorer, "positional_explorer.js")])
 def test_front_end_source_travels_in_the_state_and_is_compact(cls, js):
     source = (WIDGETS_DIR / "_dom.js").read_text() + "\n" + (WIDGETS_DIR / js).read_text()  # shared DOM helpers first
+    source = words_table(source) + source  # and, in front of all, the Chinese of its words (tests/test_widget_words.py)
     w = {MaskExplorer: MaskExplorer, AttentionExplorer: lambda: AttentionExplorer(["a"], torch.ones(1, 1, 1)),
          PositionalEncodingExplorer: lambda: PositionalEncodingExplorer(max_len=4, d_model=4)}[cls]()
     state = w.get_state()

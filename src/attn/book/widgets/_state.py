@@ -10,15 +10,62 @@ from __future__ import annotations
 import base64
 import json
 import pathlib
+import re
 
 import numpy as np
 import torch
+import traitlets as t
+
+from attn import _locale
 
 HERE = pathlib.Path(__file__).parent
 CSS = HERE / "widgets.css"
 PARTS = ("_dom.js", "_nn.js")  # files front_end can put in front of an explorer's module
 DECIMALS = 4
 LIMIT = 1000.0  # largest magnitude of a number a reader types into a live explorer (parseNumber in _dom.js)
+
+
+STRINGS_ZH = HERE / "strings_zh.json"  # the explorers' words in Chinese: English text -> Chinese (one table)
+# A double-quoted JavaScript string literal; the English text given to tr(...) or N_(...) (see _dom.js):
+# one literal, or several joined by "+".
+_LITERAL = r'"(?:[^"\\\n]|\\.)*"'
+MARKED = re.compile(rf'\b(?:tr|N_)\(\s*({_LITERAL}(?:\s*\+\s*{_LITERAL})*)')
+
+
+def marked_texts(source: str) -> list[str]:
+    """The English texts JavaScript ``source`` translates: the literals given to ``tr("...")`` or ``N_("...")``
+    (JSON's escapes; literals joined by ``+`` are one text)."""
+    return ["".join(json.loads(lit) for lit in re.findall(_LITERAL, found)) for found in MARKED.findall(source)]
+
+
+def zh_strings() -> dict[str, str]:
+    """The explorers' Chinese string table (``strings_zh.json``): English text -> Chinese."""
+    return json.loads(STRINGS_ZH.read_text(encoding="utf-8"))
+
+
+def words_table(source: str) -> str:
+    """``const ZH = {...};``: the entries of the Chinese table whose English ``source`` translates."""
+    used = set(marked_texts(source))
+    table = {k: v for k, v in sorted(zh_strings().items()) if k in used}
+    return f"const ZH = {json.dumps(table, ensure_ascii=False, separators=(',', ':'))};\n"
+
+
+class Lang(t.Unicode):
+    """The trait ``lang`` of every explorer: the language its front end writes its words in, "en" or "zh";
+    by default :func:`attn._locale.language` when the explorer is made (``attn.set_language`` /
+    ``ATTN_LANG``). On the static site the page's own language wins (``static_runtime.js``)."""
+
+    default_value = t.Undefined  # no fixed default: make_dynamic_default, at each explorer made
+    info_text = f"one of {list(_locale.LANGUAGES)}"
+
+    def make_dynamic_default(self) -> str:
+        return _locale.language()
+
+    def validate(self, obj, value):
+        value = super().validate(obj, value)
+        if value not in _locale.LANGUAGES:
+            raise ValueError(f"lang must be one of {list(_locale.LANGUAGES)}, got {value!r}")
+        return value
 
 
 def front_end(name: str, parts: tuple[str, ...] = ("_dom.js",)) -> str:
@@ -28,12 +75,14 @@ def front_end(name: str, parts: tuple[str, ...] = ("_dom.js",)) -> str:
     static book all load it from there, so it cannot import a sibling file. The code the explorers
     share is written once, in files put in front of a module here, in the order given: ``_dom.js``
     (DOM helpers, every explorer) and ``_nn.js`` (the models' maths, for an explorer that computes:
-    ``parts=("_dom.js", "_nn.js")``). A part's ``export``s become the module's own.
+    ``parts=("_dom.js", "_nn.js")``). A part's ``export``s become the module's own. In front of all,
+    the Chinese words the module uses (:func:`words_table`).
     """
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         raise ValueError(f"parts names unknown front-end part(s) {unknown}; known: {sorted(PARTS)}")
-    return "".join((HERE / p).read_text() + "\n" for p in parts) + (HERE / name).read_text()
+    source = "".join((HERE / p).read_text() + "\n" for p in parts) + (HERE / name).read_text()
+    return words_table(source) + source
 
 
 def state_size_bytes(widget) -> int:

@@ -73,22 +73,23 @@ function download(el, url, name) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-head-view" });
+  const tr = words(model.get("lang"));
+  const root = h("div", { class: "attn-w attn-head-view", lang: langTag(model.get("lang")) });
   el.append(root);
   const layerSel = h("select", { name: "layer" });
-  const viewBtns = ["lines", "heatmap"].map((v) => h("button", { type: "button", name: "view", value: v }, v));
-  const headBox = h("div", { class: "attn-heads", role: "group", "aria-label": "heads shown" });
-  const allBtn = h("button", { type: "button", name: "all_heads" }, "all");
-  const pngBtn = h("button", { type: "button", name: "export", value: "png" }, "save PNG");
-  const svgBtn = h("button", { type: "button", name: "export", value: "svg" }, "save SVG");
+  const viewBtns = [["lines", tr("lines")], ["heatmap", tr("heatmap")]].map(([v, text]) => h("button", { type: "button", name: "view", value: v }, text));
+  const headBox = h("div", { class: "attn-heads", role: "group", "aria-label": tr("heads shown") });
+  const allBtn = h("button", { type: "button", name: "all_heads" }, tr("all"));
+  const pngBtn = h("button", { type: "button", name: "export", value: "png" }, tr("save PNG"));
+  const svgBtn = h("button", { type: "button", name: "export", value: "svg" }, tr("save SVG"));
   root.append(
     h("div", { class: "attn-controls" },
-      labelled("layer", "layer", layerSel),
-      h("span", { class: "attn-field", role: "group", "aria-label": "view", "data-control": "view" }, h("span", {}, "view"), ...viewBtns),
+      labelled("layer", tr("layer"), layerSel),
+      h("span", { class: "attn-field", role: "group", "aria-label": tr("view"), "data-control": "view" }, h("span", {}, tr("view")), ...viewBtns),
       h("span", { class: "attn-field", "data-control": "export" }, pngBtn, svgBtn)),
-    h("div", { class: "attn-controls", "data-control": "heads" }, h("span", { class: "attn-field" }, "heads"), headBox, allBtn));
+    h("div", { class: "attn-controls", "data-control": "heads" }, h("span", { class: "attn-field" }, tr("heads")), headBox, allBtn));
   const figure = h("div", { class: "attn-figure" });
-  const cue = h("div", { class: "attn-scroll-cue", hidden: true }, "\u2194 wider than the screen: scroll the figure sideways");
+  const cue = h("div", { class: "attn-scroll-cue", hidden: true }, tr("\u2194 wider than the screen: scroll the figure sideways"));
   const readout = h("div", { class: "attn-readout", "aria-live": "polite" });
   root.append(cue, figure, readout);
 
@@ -159,14 +160,14 @@ function render({ model, el }) {
     const W = weights(), layer = Math.min(Math.max(0, get("layer")), W.length - 1);
     const H = W[0].length, shown = get("heads");
     const active = [...Array(H).keys()].filter((hd) => shown[hd] !== false);
-    const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : `Layer ${layer + 1}`;
+    const names = get("layer_names") || [], name = names.length === W.length ? names[layer] : tr("Layer {n}", { n: layer + 1 });
     const d = { W: W[layer], layer, layers: W.length, names, name, H, active, q: get("tokens"), k: get("key_tokens"),
       view: get("view") === "heatmap" ? "heatmap" : "lines" };
     return { ...d, scale: weightScale(W, get("normalized"), d.view) };
   }
 
   function controls(d) {
-    const labels = Array.from({ length: d.layers }, (_, l) => (d.names.length === d.layers ? d.names[l] : `${l + 1} of ${d.layers}`));
+    const labels = Array.from({ length: d.layers }, (_, l) => (d.names.length === d.layers ? d.names[l] : tr("{n} of {total}", { n: l + 1, total: d.layers })));
     if ([...layerSel.options].map((o) => o.textContent).join("\n") !== labels.join("\n")) {
       layerSel.replaceChildren(...labels.map((t, l) => h("option", { value: l }, t)));
     }
@@ -175,7 +176,7 @@ function render({ model, el }) {
     if (headBox.children.length !== d.H) {  // rebuilt only when the number of heads changes, so focus stays
       headBox.replaceChildren(...Array.from({ length: d.H }, (_, hd) => {
         const dot = h("span", { class: "attn-dot" }); dot.style.background = headColor(hd);
-        return h("button", { type: "button", name: "head", value: hd, "aria-label": `head ${hd + 1}` }, dot, String(hd + 1));
+        return h("button", { type: "button", name: "head", value: hd, "aria-label": tr("head {n}", { n: hd + 1 }) }, dot, String(hd + 1));
       }));
     }
     [...headBox.children].forEach((b, hd) => b.setAttribute("aria-pressed", String(d.active.includes(hd))));
@@ -186,10 +187,10 @@ function render({ model, el }) {
   function legend(d, maxW) {
     const size = 11, g = s("g", { class: "attn-legend", "font-size": size, fill: "#555" }), items = [];
     for (const hd of d.active) {
-      const label = `head ${hd + 1}`, w = 14 + textW(label, size);
+      const label = tr("head {n}", { n: hd + 1 }), w = 14 + textW(label, size);
       items.push([w, (x, y) => [s("rect", { x, y: y - 9, width: 10, height: 10, rx: 2, fill: headColor(hd) }), s("text", { x: x + 14, y }, label)]]);
     }
-    const lab = d.view === "lines" ? "line opacity = weight:" : "weight:", top = d.scale === 1 ? "1" : d.scale.toFixed(3);
+    const lab = d.view === "lines" ? tr("line opacity = weight:") : tr("weight:"), top = d.scale === 1 ? "1" : d.scale.toFixed(3);
     const w0 = textW(lab + " 0", size) + 6, rampW = 90;
     items.push([w0 + rampW + 6 + textW(top, size), (x, y) => [
       s("text", { x, y }, lab + " 0"),
@@ -219,11 +220,11 @@ function render({ model, el }) {
     // a group, not an image: it holds the query buttons (an image with controls inside hides them
     // from assistive technology: axe-core nested-interactive)
     const root_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "group",
-      "aria-label": `attention lines, ${d.name}` });
+      "aria-label": tr("attention lines, {name}", { name: d.name }) });
     root_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, d.name),
-      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#666" }, "queries"),
-      s("text", { x: x1, y: 36, "font-size": 11, fill: "#666" }, "keys"));
+      s("text", { x: x0, y: 36, "text-anchor": "end", "font-size": 11, fill: "#666" }, tr("queries")),
+      s("text", { x: x1, y: 36, "font-size": 11, fill: "#666" }, tr("keys")));
     const yq = (i) => top + i * rowH + rowH / 2;
     const lines = s("g", { class: "attn-lines", "stroke-width": 2, "stroke-linecap": "round" });
     for (const hd of d.active) {
@@ -237,16 +238,16 @@ function render({ model, el }) {
     const qs = s("g", { class: "attn-queries", "font-size": 13 });
     d.q.forEach((tok, i) => {
       const g = s("g", { class: "attn-tok", "data-q": i, tabindex: 0, role: "button", "aria-pressed": "false",
-        "aria-label": `query ${i}: ${tok}` });
+        "aria-label": tr("query {i}: {tok}", { i, tok }) });
       g.append(s("rect", { x: 6, y: yq(i) - rowH / 2 + 2, width: qW + 2, height: rowH - 4, rx: 3, fill: "transparent" }),
         s("text", { x: x0, y: yq(i) + 4, "text-anchor": "end", fill: "#222" }, shortToken(tok)));
-      qs.append(tip(g, `query ${i}: ${tok}`));
+      qs.append(tip(g, tr("query {i}: {tok}", { i, tok })));
     });
     const ks = s("g", { class: "attn-keys", "font-size": 13 });
     d.k.forEach((tok, j) => {
       const g = s("g", { class: "attn-key", "data-k": j });
       g.append(s("text", { x: x1, y: yq(j) + 4, fill: "#222" }, shortToken(tok)));
-      ks.append(tip(g, `key ${j}: ${tok}`));
+      ks.append(tip(g, tr("key {j}: {tok}", { j, tok })));
     });
     const bars = s("g", { class: "attn-bars" });
     leg.g.setAttribute("transform", `translate(12, ${top + Math.max(L, S) * rowH + 22})`);
@@ -261,33 +262,33 @@ function render({ model, el }) {
     const cols = n > 1 && cell(2) >= 10 ? 2 : 1;  // two maps side by side only where their cells stay readable
     const c = Math.max(6, Math.min(30, cell(cols)));
     const pw = labW + 6 + S * c, ph = 20 + topH + L * c, rows = Math.ceil(n / cols);
-    const title = `${d.name}: rows = queries, columns = keys`;
+    const title = tr("{name}: rows = queries, columns = keys", { name: d.name });
     const W = Math.max(24 + cols * pw + (cols - 1) * 24, Math.min(avail, WIDTH), Math.ceil(textW(title, 12, true)) + 24);
     const leg = legend(d, W - 24), Ht = 24 + Math.max(1, rows) * (ph + 16) + 8 + leg.height;
     const svg_ = s("svg", { class: "attn-svg", width: W, height: Ht, viewBox: `0 0 ${W} ${Ht}`, "font-family": FONT, role: "group",
-      "aria-label": `attention heatmaps, ${d.name}` });  // a group: its row labels are buttons (as the lines view)
+      "aria-label": tr("attention heatmaps, {name}", { name: d.name }) });  // a group: its row labels are buttons (as the lines view)
     svg_.append(
       s("text", { x: 12, y: 16, "font-size": 12, "font-weight": 600, fill: "#333" }, title));
-    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#666" }, "No head selected: turn one on above."));
+    if (!n) svg_.append(s("text", { x: 12, y: 44, "font-size": 12, fill: "#666" }, tr("No head selected: turn one on above.")));
     const outlines = [];
     d.active.forEach((hd, a) => {
       const gx = 12 + (a % cols) * (pw + 24), gy = 26 + Math.floor(a / cols) * (ph + 16);
       const g = s("g", { class: "attn-heatmap", "data-h": hd, transform: `translate(${gx}, ${gy})`, "font-size": 11 });
       const ox = labW + 6, oy = 20 + topH, col = headColor(hd);
-      g.append(s("text", { x: ox, y: 11, "font-size": 12, "font-weight": 600, fill: col }, `head ${hd + 1}`));
+      g.append(s("text", { x: ox, y: 11, "font-size": 12, "font-weight": 600, fill: col }, tr("head {n}", { n: hd + 1 })));
       d.k.forEach((tok, j) => g.append(tip(s("text", { class: "attn-klabel", "data-k": j, transform: `translate(${ox + j * c + c / 2 + 4}, ${oy - 5}) rotate(-90)`,
-        fill: "#555", "font-size": Math.min(11, c) }, shortToken(tok)), `key ${j}: ${tok}`)));
+        fill: "#555", "font-size": Math.min(11, c) }, shortToken(tok)), tr("key {j}: {tok}", { j, tok }))));
       d.q.forEach((tok, i) => {
         const t = s("text", { class: a === 0 ? "attn-tok" : "attn-qlabel", "data-q": i, x: ox - 5, y: oy + i * c + c / 2 + 4,
           "text-anchor": "end", fill: "#333", "font-size": Math.min(12, c + 1), tabindex: a === 0 ? 0 : null,
-          role: a === 0 ? "button" : null, "aria-label": a === 0 ? `query ${i}: ${tok}` : null }, shortToken(tok));
-        g.append(tip(t, `query ${i}: ${tok}`));
+          role: a === 0 ? "button" : null, "aria-label": a === 0 ? tr("query {i}: {tok}", { i, tok }) : null }, shortToken(tok));
+        g.append(tip(t, tr("query {i}: {tok}", { i, tok })));
       });
       g.append(s("rect", { x: ox - 0.5, y: oy - 0.5, width: S * c + 1, height: L * c + 1, fill: "#fff", stroke: "#ddd" }));
       d.W[hd].forEach((row, i) => row.forEach((w, j) => {
         g.append(tip(s("rect", { class: "attn-cell", x: ox + j * c, y: oy + i * c, width: c - (c > 8 ? 1 : 0), height: c - (c > 8 ? 1 : 0),
           fill: col, "fill-opacity": (w / d.scale).toFixed(3), "data-h": hd, "data-q": i, "data-k": j, "data-w": w }),
-          `head ${hd + 1}: ${d.q[i]} \u2192 ${d.k[j]} = ${w.toFixed(4)}`));
+          tr("head {n}: {q} \u2192 {k} = {w}", { n: hd + 1, q: d.q[i], k: d.k[j], w: w.toFixed(4) })));
       }));
       const o = s("rect", { class: "attn-row-outline", x: ox - 1.5, width: S * c + 3, height: c + 2, fill: "none", stroke: "#111",
         "stroke-width": 1.5, visibility: "hidden" });
@@ -330,13 +331,16 @@ function render({ model, el }) {
       });
     }
     if (i == null) {
-      readout.textContent = "Hover over or focus a query token to follow its attention; click it (or press Enter) to pin it.";
+      readout.textContent = tr("Hover over or focus a query token to follow its attention; click it (or press Enter) to pin it.");
     } else {
       const tops = d.active.map((hd) => {
         const row = d.W[hd][i], j = row.indexOf(Math.max(...row));
-        return `head ${hd + 1} \u2192 \u201c${shortToken(d.k[j])}\u201d ${row[j].toFixed(2)}`;
+        return tr("head {n} \u2192 \u201c{k}\u201d {w}", { n: hd + 1, k: shortToken(d.k[j]), w: row[j].toFixed(2) });
       });
-      readout.textContent = `query ${i} \u201c${shortToken(d.q[i])}\u201d${pinned === i ? " (pinned)" : ""}: strongest key per head: ${tops.join("; ") || "no head shown"}`;
+      const args = { i, q: shortToken(d.q[i]), tops: tops.join(tr("; ")) || tr("no head shown") };
+      readout.textContent = pinned === i
+        ? tr("query {i} \u201c{q}\u201d (pinned): strongest key per head: {tops}", args)
+        : tr("query {i} \u201c{q}\u201d: strongest key per head: {tops}", args);
     }
   }
 
@@ -357,7 +361,7 @@ function render({ model, el }) {
     const scrolls = figure.scrollWidth > figure.clientWidth + 1;
     cue.hidden = !scrolls;
     root.dataset.scrolls = String(scrolls);
-    for (const [k, v] of [["tabindex", "0"], ["role", "region"], ["aria-label", "figure, scrolls sideways"]]) {
+    for (const [k, v] of [["tabindex", "0"], ["role", "region"], ["aria-label", tr("figure, scrolls sideways")]]) {
       if (scrolls) figure.setAttribute(k, v); else figure.removeAttribute(k);
     }
   }

@@ -15,7 +15,7 @@ import torch
 import traitlets as t
 
 from attn import _checks
-from attn.book.widgets._state import CSS, as_array, dequantize_rows, front_end, quantize_rows
+from attn.book.widgets._state import CSS, Lang, as_array, dequantize_rows, front_end, quantize_rows
 
 __all__ = ["AttentionExplorer"]
 
@@ -138,6 +138,7 @@ class AttentionExplorer(anywidget.AnyWidget):
 
     _esm = front_end("attention_explorer.js")
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     tokens = t.List(t.Unicode()).tag(sync=True)
     key_tokens = t.List(t.Unicode()).tag(sync=True)

@@ -9,16 +9,16 @@ const CELL = 2;  // px per number in a cache row
 const ROW = 6;  // px per cached position
 
 /** Problems with a prompt, as the sentence shown to the reader ("" when it can be generated from). */
-export function promptProblem(vocab, maxLen, prompt, maxNew) {
-  if (!prompt.length) return "Type a prompt: the model needs at least one character to continue.";
+export function promptProblem(vocab, maxLen, prompt, maxNew, tr = words("en")) {
+  if (!prompt.length) return tr("Type a prompt: the model needs at least one character to continue.");
   const known = new Set(vocab.slice(3)), unknown = [...new Set([...prompt].filter((c) => !known.has(c)))];
   if (unknown.length) {
-    return `The model does not know ${unknown.map((c) => JSON.stringify(c)).join(", ")}: it was trained on ` +
-      `lower-case text (letters, digits, space and ${vocab.slice(3).filter((c) => !/[a-z0-9 ]/.test(c)).join("")}).`;
+    return tr("The model does not know {chars}: it was trained on lower-case text (letters, digits, space and {others}).",
+      { chars: unknown.map((c) => JSON.stringify(c)).join(", "), others: vocab.slice(3).filter((c) => !/[a-z0-9 ]/.test(c)).join("") });
   }
   if ([...prompt].length + maxNew > maxLen) {
-    return `The prompt has ${[...prompt].length} characters and ${maxNew} are to be added: ` +
-      `${[...prompt].length + maxNew} positions, but the model's context is ${maxLen}. Shorten the prompt.`;
+    return tr("The prompt has {n} characters and {add} are to be added: {total} positions, but the model's context is " +
+      "{max}. Shorten the prompt.", { n: [...prompt].length, add: maxNew, total: [...prompt].length + maxNew, max: maxLen });
   }
   return "";
 }
@@ -74,15 +74,16 @@ function topK(probs, k) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-gen-explorer" });
+  const tr = words(model.get("lang"));
+  const root = h("div", { class: "attn-w attn-gen-explorer", lang: langTag(model.get("lang")) });
   el.append(root);
   const promptIn = h("input", { type: "text", name: "prompt", spellcheck: "false", autocomplete: "off", size: 26 });
-  const stepBtn = h("button", { type: "button", name: "step" }, "step \u25b8");
-  const playBtn = h("button", { type: "button", name: "play", "aria-pressed": "false" }, "\u25b6 play");
-  const resetBtn = h("button", { type: "button", name: "reset" }, "\u21ba reset");
+  const stepBtn = h("button", { type: "button", name: "step" }, tr("step \u25b8"));
+  const playBtn = h("button", { type: "button", name: "play", "aria-pressed": "false" }, tr("\u25b6 play"));
+  const resetBtn = h("button", { type: "button", name: "reset" }, tr("\u21ba reset"));
   const layerSel = h("select", { name: "layer" });
-  root.append(h("div", { class: "attn-controls" }, labelled("prompt", "prompt", promptIn), stepBtn, playBtn, resetBtn,
-    labelled("layer", "cache of layer", layerSel)));
+  root.append(h("div", { class: "attn-controls" }, labelled("prompt", tr("prompt"), promptIn), stepBtn, playBtn, resetBtn,
+    labelled("layer", tr("cache of layer"), layerSel)));
   const note = h("div", { class: "attn-note", role: "alert", hidden: true });
   const text = h("div", { class: "attn-gen-text", "aria-live": "polite" });
   const pred = h("div", { class: "attn-readout attn-gen-pred" });
@@ -90,14 +91,14 @@ function render({ model, el }) {
   // The live view: the typed prompt read by the model at once, every layer and head, and its prediction.
   const querySel = h("input", { type: "range", name: "query", min: 0, max: 0, step: 1, value: 0 });
   const queryOut = h("output", { class: "attn-gen-query" });
-  const live = h("section", { class: "attn-gen-live", "aria-label": "the prompt's attention, every layer and head" });
-  const liveHead = h("div", { class: "attn-controls" }, labelled("query", "query", querySel, queryOut));
+  const live = h("section", { class: "attn-gen-live", "aria-label": tr("the prompt's attention, every layer and head") });
+  const liveHead = h("div", { class: "attn-controls" }, labelled("query", tr("query"), querySel, queryOut));
   const grid = h("div", { class: "attn-gen-grid" });
   const topList = h("ol", { class: "attn-gen-top" });
   const topCap = h("div", { class: "attn-readout" });
-  const legend = h("div", { class: "attn-readout" }, "Each square is one head as it reads the prompt: a row per query " +
+  const legend = h("div", { class: "attn-readout" }, tr("Each square is one head as it reads the prompt: a row per query " +
     "character, a column per key (darker: more weight; grey: later characters, hidden by the causal mask). " +
-    "The framed row is the query: move it with the slider or the arrow keys.");
+    "The framed row is the query: move it with the slider or the arrow keys."));
   live.append(liveHead, legend, grid, topCap, topList);
   root.append(note, live, text, pred, fig);
 
@@ -111,13 +112,13 @@ function render({ model, el }) {
 
   function stop() {
     clearInterval(timer); timer = null;
-    playBtn.setAttribute("aria-pressed", "false"); playBtn.textContent = "\u25b6 play";
+    playBtn.setAttribute("aria-pressed", "false"); playBtn.textContent = tr("\u25b6 play");
   }
 
   /** A fresh run for the prompt typed: ids, an empty cache; null (and a visible message) if it cannot run. */
   function start() {
     stop();
-    const mm = modelOf(), prompt = promptIn.value, problem = promptProblem(mm.vocab, mm.config.max_len, prompt, maxNew());
+    const mm = modelOf(), prompt = promptIn.value, problem = promptProblem(mm.vocab, mm.config.max_len, prompt, maxNew(), tr);
     note.hidden = !problem; note.textContent = problem;
     root.dataset.valid = String(!problem);
     if (problem) { run = null; live.dataset.state = "invalid"; draw(); return; }
@@ -142,18 +143,18 @@ function render({ model, el }) {
     const mm = modelOf(), { num_layers: L, num_heads: H } = mm.config, P = look.chars.length;
     const q = parseInt(querySel.value, 10), shown = (ch) => (ch === " " ? "\u2423" : ch);
     Object.assign(live.dataset, { query: String(q), length: String(P) });
-    queryOut.textContent = `${q + 1} of ${P}: ${JSON.stringify(look.chars[q])}`;
-    querySel.setAttribute("aria-valuetext", `position ${q + 1} of ${P}, the character ${JSON.stringify(look.chars[q])}`);
+    queryOut.textContent = tr("{q} of {P}: {ch}", { q: q + 1, P, ch: JSON.stringify(look.chars[q]) });
+    querySel.setAttribute("aria-valuetext", tr("position {q} of {P}, the character {ch}", { q: q + 1, P, ch: JSON.stringify(look.chars[q]) }));
     if (maps.length !== L * H) {  // the grid is built once; an edit redraws its canvases in place
       maps = [];
       const cells = [];
       for (let l = 0; l < L; l++) {
-        cells.push(h("div", { class: "attn-gen-layer" }, `layer ${l + 1}`));
+        cells.push(h("div", { class: "attn-gen-layer" }, tr("layer {n}", { n: l + 1 })));
         for (let hd = 0; hd < H; hd++) {
           const cv = h("canvas", { class: "attn-gen-map", role: "img", "data-layer": l, "data-head": hd });
           maps.push(cv);
           const box = h("div", { class: "attn-gen-mapbox" }, cv, h("div", { class: "attn-gen-qrow", "aria-hidden": "true" }));
-          cells.push(h("figure", { class: "attn-gen-head" }, box, h("figcaption", {}, `head ${hd + 1}`)));
+          cells.push(h("figure", { class: "attn-gen-head" }, box, h("figcaption", {}, tr("head {n}", { n: hd + 1 }))));
         }
       }
       grid.style.gridTemplateColumns = `auto repeat(${H}, minmax(0, 1fr))`;
@@ -163,14 +164,14 @@ function render({ model, el }) {
       const l = +cv.dataset.layer, hd = +cv.dataset.head, W = look.attention[l][hd], row = W[q];
       let best = 0;
       for (let j = 1; j <= q; j++) if (row[j] > row[best]) best = j;
-      const label = `layer ${l + 1}, head ${hd + 1}: query ${JSON.stringify(look.chars[q])} attends most to ` +
-        `${JSON.stringify(look.chars[best])} at ${best + 1} (${(100 * row[best]).toFixed(0)}%)`;
+      const label = tr("layer {l}, head {hd}: query {q} attends most to {k} at {j} ({p}%)", { l: l + 1, hd: hd + 1,
+        q: JSON.stringify(look.chars[q]), k: JSON.stringify(look.chars[best]), j: best + 1, p: (100 * row[best]).toFixed(0) });
       heatmap(cv, W, q);
       cv.dataset.weights = row.concat(new Array(P - row.length).fill(0)).join(",");  // all P keys, as PyTorch's row
       cv.setAttribute("aria-label", label);
       cv.setAttribute("title", label);
     });
-    topCap.textContent = `after ${JSON.stringify(look.chars.slice(0, q + 1).join(""))} the model expects next:`;
+    topCap.textContent = tr("after {text} the model expects next:", { text: JSON.stringify(look.chars.slice(0, q + 1).join("")) });
     const probs = look.probs[q];
     topList.replaceChildren(...topK(probs, 5).map(([p, i]) => {
       const ch = i > 2 ? mm.vocab[i] : SPECIAL;
@@ -237,10 +238,10 @@ function render({ model, el }) {
       h("span", { class: "attn-gen-cursor" }, done < maxNew() ? "\u2581" : ""));
     if (run.probs) {
       const top = run.probs.map((p, i) => [p, i]).sort((a, b) => b[0] - a[0]).slice(0, 5);
-      pred.textContent = `step ${done}: picked ${JSON.stringify(shown(run.out[done - 1]))}; most likely: ` +
-        top.map(([p, i]) => `${JSON.stringify(shown(i))} ${(100 * p).toFixed(1)}%`).join(", ");
+      pred.textContent = tr("step {n}: picked {ch}; most likely: {top}", { n: done, ch: JSON.stringify(shown(run.out[done - 1])),
+        top: top.map(([p, i]) => `${JSON.stringify(shown(i))} ${(100 * p).toFixed(1)}%`).join(", ") });
     } else {
-      pred.textContent = `Press step: the prompt's ${run.P} characters go through the model at once and fill the cache.`;
+      pred.textContent = tr("Press step: the prompt's {n} characters go through the model at once and fill the cache.", { n: run.P });
     }
     fig.replaceChildren(cacheFigure(mm, layer, shown));
   }
@@ -259,7 +260,7 @@ function render({ model, el }) {
     const means = w ? Array.from({ length: S }, (_, p) => w.reduce((a, row) => a + (row[p] || 0), 0) / H) : [];
     const ratio = (typeof window !== "undefined" && window.devicePixelRatio) || 1;
     const cv = h("canvas", { class: "attn-gen-cache", width: Math.round(W * ratio), height: Math.round(Ht * ratio), role: "img",
-      "aria-label": `KV cache of layer ${layer + 1}: ${S} positions, keys and values of ${H} heads`,
+      "aria-label": tr("KV cache of layer {l}: {S} positions, keys and values of {H} heads", { l: layer + 1, S, H }),
       "data-rows": S, "data-chars": JSON.stringify(chars), "data-weights": means.map((x) => x.toFixed(6)).join(",") });
     cv.style.width = `${W}px`;
     cv.style.height = `${Ht}px`;
@@ -269,9 +270,9 @@ function render({ model, el }) {
     const xk = lab, xv = lab + D * CELL + gap, xb = xv + D * CELL + gap;
     g.fillStyle = "#fff"; g.fillRect(0, 0, W, Ht);
     g.font = `600 10px ${FONT}`; g.fillStyle = "#333";
-    g.fillText(`keys (${H} heads)`, xk, 12); g.fillText("values", xv, 12); g.fillText("weight", xb, 12);
+    g.fillText(tr("keys ({H} heads)", { H }), xk, 12); g.fillText(tr("values"), xv, 12); g.fillText(tr("weight"), xb, 12);
     g.font = `10px ${FONT}`; g.fillStyle = "#666";
-    g.fillText(`layer ${layer + 1}, ${S} row${S === 1 ? "" : "s"}`, xk, 24);
+    g.fillText(S === 1 ? tr("layer {l}, {S} row", { l: layer + 1, S }) : tr("layer {l}, {S} rows", { l: layer + 1, S }), xk, 24);
     let vmax = 1e-9;
     for (const side of [store.k, store.v]) for (const head of side) for (const r of head) for (const x of r) vmax = Math.max(vmax, Math.abs(x));
     const rgb = (x) => {  // blue (-vmax) - white (0) - red (+vmax)
@@ -325,7 +326,7 @@ function render({ model, el }) {
     if (timer) return stop();
     if (!run || run.out.length >= maxNew()) start();
     if (!run) return;
-    playBtn.setAttribute("aria-pressed", "true"); playBtn.textContent = "\u275a\u275a pause";
+    playBtn.setAttribute("aria-pressed", "true"); playBtn.textContent = tr("\u275a\u275a pause");
     timer = setInterval(() => { if (!step()) stop(); }, 120);
   });
   // From Python (or another view): a new prompt is shown and run; our own model.set of it changes nothing.
@@ -337,7 +338,7 @@ function render({ model, el }) {
   } catch (e) {  // a model this front end cannot load: say so, and keep Python's stored continuation on show
     run = null;
     live.hidden = true;
-    note.hidden = false; note.textContent = `The model could not run here: ${e.message}`;
+    note.hidden = false; note.textContent = tr("The model could not run here: {msg}", { msg: e.message });
     text.replaceChildren(h("span", {}, model.get("prompt") || ""), h("span", { class: "attn-gen-new" }, model.get("generated") || ""));
   }
   return () => { stop(); Object.entries(handlers).forEach(([ev, f]) => model.off(ev, f)); };

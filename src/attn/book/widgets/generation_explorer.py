@@ -18,7 +18,7 @@ import torch
 import traitlets as t
 
 from attn import _checks
-from attn.book.widgets._state import CSS, front_end
+from attn.book.widgets._state import CSS, Lang, front_end
 from attn.book.widgets.model_state import checkpoint_state
 
 __all__ = ["GenerationExplorer"]
@@ -43,6 +43,7 @@ class GenerationExplorer(anywidget.AnyWidget):
 
     _esm = front_end("generation_explorer.js", parts=("_dom.js", "_nn.js"))
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     model = t.Dict().tag(sync=True)  # attn.book.widgets.model_state JSON of the trained GPT
     prompt = t.Unicode().tag(sync=True)

@@ -7,40 +7,47 @@
 // only ever set as text, never parsed as HTML.
 
 /** Every string the reader sees, in one place (a translation replaces this table). */
-const TEXT = {
-  segment: "segment",
-  random: "random",
-  head: "show head",
-  previous: "previous-token",
-  induction: "induction",
+/** The words shown, in tr's language (tr = words(lang), _dom.js). */
+const texts = (tr) => ({
+  segment: tr("segment"),
+  random: tr("random"),
+  head: tr("show head"),
+  previous: tr("previous-token"),
+  induction: tr("induction"),
   name: (l, hd) => `L${l + 1}H${hd + 1}`,
-  ablate: "silence heads (zero ablation)",
-  layer: (l) => `layer ${l + 1}`,
-  empty: "Type a segment: at least one letter a-z.",
-  unknown: (chars) => `The model knows only the lowercase letters a-z, not ${chars}.`,
-  tooLong: (n, max) => `The segment has ${n} letters; at most ${max} (the model learned periods up to ${max}).`,
-  summary: (first, repeat) => `Next letter guessed right: first pass ${first[0]} of ${first[1]}, repeat ` +
-    `${repeat[0]} of ${repeat[1]}. Mean probability given to the right letter: ${first[2].toFixed(2)} and ` +
-    `${repeat[2].toFixed(2)}.`,
+  ablate: tr("silence heads (zero ablation)"),
+  layer: (l) => tr("layer {n}", { n: l + 1 }),
+  empty: tr("Type a segment: at least one letter a-z."),
+  unknown: (chars) => tr("The model knows only the lowercase letters a-z, not {chars}.", { chars }),
+  tooLong: (n, max) => tr("The segment has {n} letters; at most {max} (the model learned periods up to {max}).", { n, max }),
+  summary: (first, repeat) => tr("Next letter guessed right: first pass {a} of {b}, repeat {c} of {d}. Mean probability " +
+    "given to the right letter: {p} and {q}.", { a: first[0], b: first[1], c: repeat[0], d: repeat[1], p: first[2].toFixed(2),
+    q: repeat[2].toFixed(2) }),
   role: (kind, score) => `${kind} ${score.toFixed(2)}`,
-  all: "all",
-  key: "Big: the sequence, one row per pass of the segment. Small, under each letter: the model's guess for " +
-    "the next letter (green: right; red, struck out: wrong).",
-  legend: "Shading: the chosen head's attention from the framed query to the letters up to it; dashed: the " +
+  all: tr("all"),
+  key: tr("Big: the sequence, one row per pass of the segment. Small, under each letter: the model's guess for " +
+    "the next letter (green: right; red, struck out: wrong)."),
+  legend: tr("Shading: the chosen head's attention from the framed query to the letters up to it; dashed: the " +
     "letters that followed the query's letter before. Choose the query by a tap or the arrow keys. Under each " +
     "head: its larger score, previous-token or induction (the mean weight on the letter before, or on the letters " +
-    "after earlier occurrences), measured on held-out sequences.",
-  grid: "the sequence: choose the query with the arrow keys",
-  cell: (i, ch, g, p, right) => `position ${i + 1}, ${ch}: guesses ${g} next (${pct(p)})` +
-    (right == null ? "" : right ? ", right" : ", wrong"),
-  query: (i, ch, g, p, right) => `Query ${i + 1}, "${ch}": the model guesses "${g}" next (${pct(p)})` +
-    (right == null ? "." : right ? ", right." : ", wrong."),
-  attends: (name, j, ch, w) => ` ${name} attends most to ${j + 1}, "${ch}" (${pct(w)})`,
-  target: (ch, w) => `; on the letters after earlier "${ch}": ${pct(w)}.`,
-  first: " This letter has not occurred before: there is nothing to copy yet.",
-  silenced: " This head is silenced: it still computes its weights, but its output is set to zero.",
-  failed: (msg) => `The model could not run here: ${msg}`,
-};
+    "after earlier occurrences), measured on held-out sequences."),
+  grid: tr("the sequence: choose the query with the arrow keys"),
+  cell: (i, ch, g, p, right) => (right == null
+    ? tr("position {i}, {ch}: guesses {g} next ({p})", { i: i + 1, ch, g, p: pct(p) })
+    : right ? tr("position {i}, {ch}: guesses {g} next ({p}), right", { i: i + 1, ch, g, p: pct(p) })
+      : tr("position {i}, {ch}: guesses {g} next ({p}), wrong", { i: i + 1, ch, g, p: pct(p) })),
+  query: (i, ch, g, p, right) => (right == null
+    ? tr("Query {i}, \"{ch}\": the model guesses \"{g}\" next ({p}).", { i: i + 1, ch, g, p: pct(p) })
+    : right ? tr("Query {i}, \"{ch}\": the model guesses \"{g}\" next ({p}), right.", { i: i + 1, ch, g, p: pct(p) })
+      : tr("Query {i}, \"{ch}\": the model guesses \"{g}\" next ({p}), wrong.", { i: i + 1, ch, g, p: pct(p) })),
+  attends: (name, j, ch, w) => tr(" {name} attends most to {j}, \"{ch}\" ({w})", { name, j: j + 1, ch, w: pct(w) }),
+  target: (ch, w) => tr("; on the letters after earlier \"{ch}\": {w}.", { ch, w: pct(w) }),
+  first: tr(". This letter has not occurred before: there is nothing to copy yet."),
+  silenced: tr(" This head is silenced: it still computes its weights, but its output is set to zero."),
+  failed: (msg) => tr("The model could not run here: {msg}", { msg }),
+  described: (grid, said) => tr("{grid}. {said}", { grid, said }),
+});
+const ENGLISH = texts(words("en"));
 
 function pct(p) {
   return `${(100 * p).toFixed(0)}%`;
@@ -49,7 +56,7 @@ function pct(p) {
 const LETTERS = "abcdefghijklmnopqrstuvwxyz";
 
 /** What is wrong with a typed segment, as the sentence shown ("" when it can be read). */
-export function segmentProblem(segment, max = 20) {
+export function segmentProblem(segment, max = 20, TEXT = ENGLISH) {
   if (!segment.length) return TEXT.empty;
   const unknown = [...new Set([...segment].filter((c) => !LETTERS.includes(c)))];
   if (unknown.length) return TEXT.unknown(unknown.map((c) => JSON.stringify(c)).join(", "));
@@ -127,7 +134,8 @@ export function inductionReading(spec, segment, ablated = []) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-ind-explorer" });
+  const TEXT = texts(words(model.get("lang")));
+  const root = h("div", { class: "attn-w attn-ind-explorer", lang: langTag(model.get("lang")) });
   el.append(root);
   const segIn = h("input", { type: "text", name: "segment", spellcheck: "false", autocomplete: "off",
     autocapitalize: "none", size: 20 });
@@ -197,7 +205,7 @@ function render({ model, el }) {
 
   /** Read the typed segment (or show why not, keeping the last reading) and draw. */
   function compute({ resetQuery = false } = {}) {
-    const mm = modelOf(), seg = segIn.value, problem = segmentProblem(seg);
+    const mm = modelOf(), seg = segIn.value, problem = segmentProblem(seg, 20, TEXT);
     note.hidden = !problem; note.textContent = problem;
     segIn.setAttribute("aria-invalid", String(!!problem));
     root.dataset.state = problem ? "invalid" : "ok";
@@ -248,9 +256,9 @@ function render({ model, el }) {
     const g = look.guesses[query];
     said.textContent = TEXT.query(query, text[query], LETTERS[g], look.probs[query][g], query < P - 1 ? look.right[query] : null) +
       TEXT.attends(nameOf(l, hd), best, text[best], row[best]) +
-      (targets.size ? TEXT.target(text[query], onTargets) : "." + TEXT.first) +
+      (targets.size ? TEXT.target(text[query], onTargets) : TEXT.first) +
       (boxes.some((b) => b.checked && +b.dataset.layer === l && +b.dataset.head === hd) ? TEXT.silenced : "");
-    grid.setAttribute("aria-label", `${TEXT.grid}. ${said.textContent}`);
+    grid.setAttribute("aria-label", TEXT.described(TEXT.grid, said.textContent));
   }
 
   function choose(i) {

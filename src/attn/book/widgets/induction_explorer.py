@@ -25,7 +25,7 @@ from attn import _checks
 from attn.book import induction_heads
 from attn.book.induction_heads import LENGTH, VOCAB
 from attn.book.induction_heads import MAX_PERIOD as MAX_SEGMENT  # the longest period the model was trained on
-from attn.book.widgets._state import CSS, front_end
+from attn.book.widgets._state import CSS, Lang, front_end
 from attn.book.widgets.model_state import model_state
 
 __all__ = ["InductionExplorer"]
@@ -75,6 +75,7 @@ class InductionExplorer(anywidget.AnyWidget):
 
     _esm = front_end("induction_explorer.js", parts=("_dom.js", "_nn.js"))
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     model = t.Dict().tag(sync=True)  # attn.book.widgets.model_state JSON of the model
     heads = t.Dict().tag(sync=True)  # {"previous": [layer, head], "induction": [...], "*_scores": (layers, H)}

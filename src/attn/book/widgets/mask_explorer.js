@@ -8,9 +8,9 @@ export const KINDS = ["none", "causal", "padding", "causal+padding", "sliding_wi
   "local_global", "bigbird", "prefix_lm", "cross_padding"];
 export const MAX_LEN = 32;
 const LABELS = {
-  none: "none (full attention)", causal: "causal", padding: "padding", "causal+padding": "causal + padding",
-  sliding_window: "sliding window", dilated: "dilated window", local_global: "local + global (Longformer)",
-  bigbird: "BigBird (window, global, random)", prefix_lm: "prefix LM", cross_padding: "cross-attention, source padding",
+  none: N_("none (full attention)"), causal: N_("causal"), padding: N_("padding"), "causal+padding": N_("causal + padding"),
+  sliding_window: N_("sliding window"), dilated: N_("dilated window"), local_global: N_("local + global (Longformer)"),
+  bigbird: N_("BigBird (window, global, random)"), prefix_lm: N_("prefix LM"), cross_padding: N_("cross-attention, source padding"),
 };
 const USES = {  // the parameters each kind reads
   none: [], causal: [], padding: ["lengths"], "causal+padding": ["lengths"], sliding_window: ["window"],
@@ -127,7 +127,8 @@ const STATE_KEYS = ["kind", "L", "S", "window", "dilation", "lengths", "batch", 
   "seed", "prefix", "src_lengths", "scores", "kinds"];
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-mask-explorer" });
+  const tr = words(model.get("lang"));
+  const root = h("div", { class: "attn-w attn-mask-explorer", lang: langTag(model.get("lang")) });
   el.appendChild(root);
   const state = () => Object.fromEntries(STATE_KEYS.map((k) => [k, model.get(k)]));
   let muted = false;
@@ -152,26 +153,26 @@ function render({ model, el }) {
   const tie = h("input", { type: "checkbox", name: "S_equals_L" });
   const winIn = range("window", 1, MAX_LEN), winOut = h("output");
   const dilIn = range("dilation", 1, 8), dilOut = h("output");
-  const gIn = h("input", { type: "text", name: "global_tokens", size: 8, placeholder: "e.g. 0, 5", spellcheck: "false" });
+  const gIn = h("input", { type: "text", name: "global_tokens", size: 8, placeholder: tr("e.g. 0, 5"), spellcheck: "false" });
   const rIn = range("num_random", 0, MAX_LEN), rOut = h("output");
   const pIn = range("prefix", 0, MAX_LEN), pOut = h("output");
   const bSel = h("select", { name: "batch" });
   const lenIn = range("length", 0, MAX_LEN), lenOut = h("output");
   const seedIn = h("input", { type: "number", name: "seed", min: 0, max: 2147483647, step: 1 });
-  const reseed = h("button", { type: "button", name: "new_seed" }, "new seed");
+  const reseed = h("button", { type: "button", name: "new_seed" }, tr("new seed"));
   const controls = h("div", { class: "attn-controls" },
-    field("kind", "mask", kindSel),
-    field("L", "L queries", Lin, Lout),
-    field("S", "S keys", Sin, Sout),
+    field("kind", tr("mask"), kindSel),
+    field("L", tr("L queries"), Lin, Lout),
+    field("S", tr("S keys"), Sin, Sout),
     field("S_equals_L", "S = L", tie),
-    field("window", "window", winIn, winOut),
-    field("dilation", "dilation", dilIn, dilOut),
-    field("global", "global tokens", gIn),
-    field("random", "random keys / query", rIn, rOut),
-    field("prefix", "prefix", pIn, pOut),
-    field("batch", "sequence", bSel),
-    field("length", "its length", lenIn, lenOut),
-    field("seed", "seed", seedIn, reseed));
+    field("window", tr("window"), winIn, winOut),
+    field("dilation", tr("dilation"), dilIn, dilOut),
+    field("global", tr("global tokens"), gIn),
+    field("random", tr("random keys / query"), rIn, rOut),
+    field("prefix", tr("prefix"), pIn, pOut),
+    field("batch", tr("sequence"), bSel),
+    field("length", tr("its length"), lenIn, lenOut),
+    field("seed", tr("seed"), seedIn, reseed));
   const info = h("div", { class: "attn-info" });
   const panels = h("div", { class: "attn-panels" });
   const readout = h("div", { class: "attn-readout", "aria-live": "polite" });
@@ -209,13 +210,15 @@ function render({ model, el }) {
     panels.querySelectorAll(".attn-hl").forEach((c) => c.classList.remove("attn-hl"));
     panels.querySelectorAll(".attn-hl-cell").forEach((c) => c.classList.remove("attn-hl-cell"));
     cursor = q == null ? null : { q, k };
-    if (!cursor) { readout.textContent = "Hover over a cell, or focus the mask grid and use the arrow keys."; return; }
+    if (!cursor) { readout.textContent = tr("Hover over a cell, or focus the mask grid and use the arrow keys."); return; }
     panels.querySelectorAll(`[data-q="${q}"]:not([data-k]), [data-k="${k}"]:not([data-q])`).forEach((c) => c.classList.add("attn-hl"));
     panels.querySelectorAll(`[data-q="${q}"][data-k="${k}"]`).forEach((c) => c.classList.add("attn-hl-cell"));
     const cell = panels.querySelector(`.attn-weights-grid [data-q="${q}"][data-k="${k}"]`);
     const ok = panels.querySelector(`.attn-mask-grid [data-q="${q}"][data-k="${k}"]`)?.dataset.allowed === "1";
-    readout.textContent = `query ${q} \u2192 key ${k}: ${ok ? "allowed (True), additive 0" : "blocked (False), additive \u2212\u221e"}` +
-      `, softmax weight ${Number(cell?.dataset.weight ?? 0).toFixed(4)}`;
+    const weight = Number(cell?.dataset.weight ?? 0).toFixed(4);
+    readout.textContent = ok
+      ? tr("query {q} \u2192 key {k}: allowed (True), additive 0, softmax weight {w}", { q, k, w: weight })
+      : tr("query {q} \u2192 key {k}: blocked (False), additive \u2212\u221e, softmax weight {w}", { q, k, w: weight });
   };
   on(panels, "pointerover", (e) => {
     const c = e.target.closest("[data-q][data-k]");
@@ -249,8 +252,8 @@ function render({ model, el }) {
       for (let j = 0; j < p.S; j++) g.append(cellOf(i, j, cell >= 18));
     }
     return h("div", { class: "attn-panel" }, h("div", { class: "attn-panel-title" }, label),
-      h("div", { class: "attn-axis-k" }, "keys j \u2192"),
-      h("div", { class: "attn-panel-body" }, h("div", { class: "attn-axis-q" }, "queries i \u2192"), g));
+      h("div", { class: "attn-axis-k" }, tr("keys j \u2192")),
+      h("div", { class: "attn-panel-body" }, h("div", { class: "attn-axis-q" }, tr("queries i \u2192")), g));
   }
 
   function update() {
@@ -259,7 +262,7 @@ function render({ model, el }) {
     const kinds = (Array.isArray(st.kinds) && st.kinds.length ? st.kinds : KINDS).filter((k) => KINDS.includes(k));
     if (!kinds.includes(p.kind)) kinds.push(p.kind);
     if (kindSel.options.length !== kinds.length || [...kindSel.options].some((o, n) => o.value !== kinds[n])) {
-      kindSel.replaceChildren(...kinds.map((k) => h("option", { value: k }, LABELS[k])));
+      kindSel.replaceChildren(...kinds.map((k) => h("option", { value: k }, tr(LABELS[k]))));
     }
     const { given, scores } = scoresFor(st);
     const mask = buildMask(st), w = maskedSoftmax(mask, scores);
@@ -278,7 +281,7 @@ function render({ model, el }) {
     rIn.max = p.S; rIn.value = rOut.textContent = p.num_random;
     pIn.max = p.L; pIn.value = pOut.textContent = p.prefix;
     const lens = p.kind === "cross_padding" ? p.src_lengths : p.lengths;
-    bSel.replaceChildren(...lens.map((n, b) => h("option", { value: b }, `${b} (length ${n})`)));
+    bSel.replaceChildren(...lens.map((n, b) => h("option", { value: b }, tr("{b} (length {n})", { b, n }))));
     bSel.value = p.batch;
     lenIn.max = p.S; lenIn.value = lenOut.textContent = lens[p.batch];
     if (document.activeElement !== seedIn) seedIn.value = p.seed;
@@ -288,21 +291,21 @@ function render({ model, el }) {
       seed: uses.includes("seed") || !given };
     for (const [k, f] of Object.entries(fields)) f.hidden = !visible[k];
 
-    const src = given ? "scores given from Python" : `seeded scores (seed ${p.seed})`;
+    const src = given ? tr("scores given from Python") : tr("seeded scores (seed {seed})", { seed: p.seed });
     info.replaceChildren(
-      h("span", {}, h("b", {}, "density "), `${(nAllowed / (p.L * p.S)).toFixed(2)}`,
-        ` \u2014 ${nAllowed} of ${p.L * p.S} (query, key) pairs allowed`),
-      h("span", { class: "attn-muted" }, `mask shape (L, S) = (${p.L}, ${p.S}) \u00b7 softmax of ${src}`));
+      h("span", {}, h("b", {}, tr("density")), " ", `${(nAllowed / (p.L * p.S)).toFixed(2)}`,
+        tr(" \u2014 {n} of {total} (query, key) pairs allowed", { n: nAllowed, total: p.L * p.S })),
+      h("span", { class: "attn-muted" }, tr("mask shape (L, S) = ({L}, {S}) \u00b7 softmax of {src}", { L: p.L, S: p.S, src })));
 
-    const maskPanel = grid("attn-mask-grid", p, "mask: True = may attend", (i, j) =>
+    const maskPanel = grid("attn-mask-grid", p, tr("mask: True = may attend"), (i, j) =>
       h("div", { class: `attn-cell ${mask[i][j] ? "attn-on" : "attn-off"}`, "data-q": i, "data-k": j, "data-allowed": mask[i][j] ? "1" : "0" }), empty);
     const grid0 = maskPanel.querySelector(".attn-mask-grid");
     grid0.tabIndex = 0;
-    grid0.setAttribute("aria-label", `mask grid, ${p.L} queries by ${p.S} keys; arrow keys move the cursor`);
-    const addPanel = grid("attn-additive-grid", p, "additive form: 0 / \u2212\u221e", (i, j, text) =>
+    grid0.setAttribute("aria-label", tr("mask grid, {L} queries by {S} keys; arrow keys move the cursor", { L: p.L, S: p.S }));
+    const addPanel = grid("attn-additive-grid", p, tr("additive form: 0 / \u2212\u221e"), (i, j, text) =>
       h("div", { class: `attn-cell ${mask[i][j] ? "attn-add0" : "attn-off"}`, "data-q": i, "data-k": j, "data-value": mask[i][j] ? "0" : "-inf" },
         text ? (mask[i][j] ? "0" : "\u2212\u221e") : ""), empty);
-    const wPanel = grid("attn-weights-grid", p, "softmax weights", (i, j, text) => {
+    const wPanel = grid("attn-weights-grid", p, tr("softmax weights"), (i, j, text) => {
       const c = h("div", { class: "attn-cell attn-wcell", "data-q": i, "data-k": j, "data-weight": w[i][j].toFixed(4) },
         text && mask[i][j] ? fmtW(w[i][j]) : "");
       c.style.background = weightColor(w[i][j]);
@@ -311,14 +314,15 @@ function render({ model, el }) {
       return c;
     }, empty);
     const legend = h("div", { class: "attn-legend" },
-      h("span", { class: "attn-swatch attn-on" }), "allowed", h("span", { class: "attn-swatch attn-off" }), "blocked",
-      h("span", { class: "attn-gap" }), "weight 0", h("span", { class: "attn-ramp" }), "1");
+      h("span", { class: "attn-swatch attn-on" }), tr("allowed"), h("span", { class: "attn-swatch attn-off" }), tr("blocked"),
+      h("span", { class: "attn-gap" }), tr("weight 0"), h("span", { class: "attn-ramp" }), "1");
     legend.querySelector(".attn-ramp").style.background = `linear-gradient(to right, ${weightColor(0)}, ${weightColor(1)})`;
     const rows = empty.flatMap((e, i) => (e ? [i] : []));
     root.dataset.emptyRows = rows.join(",");
     const note = rows.length
-      ? h("div", { class: "attn-note" }, `Fully masked ${rows.length > 1 ? "rows" : "row"} (query ${rows.join(", ")}): no key is allowed, ` +
-        "so the softmax has nothing to normalise; its weights are set to 0, never NaN.")
+      ? h("div", { class: "attn-note" }, rows.length > 1
+        ? tr("Fully masked rows (query {rows}): no key is allowed, so the softmax has nothing to normalise; its weights are set to 0, never NaN.", { rows: rows.join(", ") })
+        : tr("Fully masked row (query {rows}): no key is allowed, so the softmax has nothing to normalise; its weights are set to 0, never NaN.", { rows: rows.join(", ") }))
       : "";
     const refocus = panels.contains(document.activeElement);
     panels.replaceChildren(maskPanel, addPanel, wPanel, legend, note);

@@ -14,7 +14,7 @@ import torch
 import traitlets as t
 
 from attn import _checks, masks
-from attn.book.widgets._state import CSS, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, Lang, as_array, front_end, rounded
 
 __all__ = ["KINDS", "MAX_LEN", "MaskExplorer", "seeded_scores"]
 
@@ -71,6 +71,7 @@ class MaskExplorer(anywidget.AnyWidget):
 
     _esm = front_end("mask_explorer.js")
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     kind = t.Unicode("causal").tag(sync=True)
     kinds = t.List(t.Unicode(), default_value=list(KINDS)).tag(sync=True)

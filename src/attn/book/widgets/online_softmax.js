@@ -17,24 +17,25 @@ const BLOCK_COLOURS = ["#e9eef5", "#fdebd3"];
 const sci = (v) => (v === 0 ? "0" : Math.abs(v) < 1e-3 ? v.toExponential(1) : fixed(v));
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-live attn-online" });
+  const tr = words(model.get("lang"));
+  const root = h("div", { class: "attn-w attn-live attn-online", lang: langTag(model.get("lang")) });
   el.append(root);
-  const scoresIn = h("input", { type: "text", name: "scores", inputmode: "decimal", "aria-label": "scores, one per key" });
-  const valuesIn = h("input", { type: "text", name: "values", inputmode: "decimal", "aria-label": "values, one per key" });
-  const blockIn = h("input", { type: "number", name: "block_size", min: 1, step: 1, "aria-label": "keys per block" });
+  const scoresIn = h("input", { type: "text", name: "scores", inputmode: "decimal", "aria-label": tr("scores, one per key") });
+  const valuesIn = h("input", { type: "text", name: "values", inputmode: "decimal", "aria-label": tr("values, one per key") });
+  const blockIn = h("input", { type: "number", name: "block_size", min: 1, step: 1, "aria-label": tr("keys per block") });
   const message = h("div", { class: "attn-note", role: "alert", hidden: true });
   const btn = (name, text, title) => h("button", { type: "button", name, title }, text);
-  const first = btn("first", "\u00ab start", "back to the start"), back = btn("back", "\u25c0 back", "one block back");
-  const next = btn("next", "step \u25b6", "next block"), last = btn("last", "end \u00bb", "all blocks");
+  const first = btn("first", tr("\u00ab start"), tr("back to the start")), back = btn("back", tr("\u25c0 back"), tr("one block back"));
+  const next = btn("next", tr("step \u25b6"), tr("next block")), last = btn("last", tr("end \u00bb"), tr("all blocks"));
   const where = h("output", { class: "attn-where" });
   root.append(
-    h("div", { class: "attn-controls attn-lists" }, labelled("scores", "scores", scoresIn), labelled("values", "values", valuesIn),
-      labelled("block_size", "block size", blockIn)),
+    h("div", { class: "attn-controls attn-lists" }, labelled("scores", tr("scores"), scoresIn), labelled("values", tr("values"), valuesIn),
+      labelled("block_size", tr("block size"), blockIn)),
     message,
     h("div", { class: "attn-controls" }, first, back, next, last, where));
   const keys = h("div", { class: "attn-keys", role: "img" });
   const now = h("div", { class: "attn-step", tabindex: 0, "aria-live": "polite",
-    "aria-label": "the current block; left and right arrow keys step" });
+    "aria-label": tr("the current block; left and right arrow keys step") });
   const history = h("div", { class: "attn-figure" });
   root.append(keys, now, history);
 
@@ -45,19 +46,24 @@ function render({ model, el }) {
 
   /** Read the three fields: {scores, values, blockSize} or null with the message shown. */
   function readFields() {
-    const s = parseList(scoresIn.value), v = parseList(valuesIn.value), b = parseNumber(blockIn.value);
-    let problem = s.error ? `scores: ${s.error}` : v.error ? `values: ${v.error}` : null;
+    const s = parseList(scoresIn.value, tr), v = parseList(valuesIn.value, tr), b = parseNumber(blockIn.value, tr);
+    let problem = s.error ? tr("scores: {error}", { error: s.error }) : v.error ? tr("values: {error}", { error: v.error }) : null;
+    let lists = false, block = false;  // which fields the problem is about, besides a bad entry of a list
     if (!problem && s.values.length !== v.values.length) {
-      problem = `scores has ${s.values.length} numbers but values has ${v.values.length}: give one value per key`;
-    } else if (!problem && s.values.length > 32) problem = `scores has ${s.values.length} keys: at most 32`;
-    else if (!problem && (b.error || !Number.isInteger(b.value) || b.value < 1 || b.value > s.values.length)) {
-      problem = `block size: "${blockIn.value}" must be a whole number from 1 to ${s.values.length} (the number of keys)`;
+      problem = tr("scores has {n} numbers but values has {m}: give one value per key", { n: s.values.length, m: v.values.length });
+      lists = true;
+    } else if (!problem && s.values.length > 32) {
+      problem = tr("scores has {n} keys: at most 32", { n: s.values.length });
+      lists = true;
+    } else if (!problem && (b.error || !Number.isInteger(b.value) || b.value < 1 || b.value > s.values.length)) {
+      problem = tr("block size: \"{text}\" must be a whole number from 1 to {n} (the number of keys)", { text: blockIn.value, n: s.values.length });
+      block = true;
     }
-    scoresIn.setAttribute("aria-invalid", s.error || (problem && problem.startsWith("scores has")) ? "true" : "false");
-    valuesIn.setAttribute("aria-invalid", v.error || (problem && problem.startsWith("scores has")) ? "true" : "false");
-    blockIn.setAttribute("aria-invalid", problem && problem.startsWith("block size") ? "true" : "false");
+    scoresIn.setAttribute("aria-invalid", s.error || lists ? "true" : "false");
+    valuesIn.setAttribute("aria-invalid", v.error || lists ? "true" : "false");
+    blockIn.setAttribute("aria-invalid", block ? "true" : "false");
     message.hidden = !problem;
-    message.textContent = problem ? `Not updated: ${problem}. The steps below are for the last valid input.` : "";
+    message.textContent = problem ? tr("Not updated: {problem}. The steps below are for the last valid input.", { problem }) : "";
     root.dataset.state = problem ? "invalid" : "ok";
     return problem ? null : { scores: s.values, values: v.values, blockSize: b.value };
   }
@@ -83,41 +89,41 @@ function render({ model, el }) {
       steps = steppedPass(d.scores, d.values, d.blockSize);
       full = fullOutput(d.scores, d.values);
     } catch (err) {  // readFields lets nothing through that throws; this keeps the page whole if it ever did
-      message.textContent = `Cannot compute: ${err.message}.`;
+      message.textContent = tr("Cannot compute: {error}.", { error: err.message });
       message.hidden = false;
       root.dataset.state = "invalid";
       return;
     }
     last_ = d;
     const n = steps.length;
-    where.textContent = `${step} of ${n} blocks done`;
+    where.textContent = tr("{step} of {n} blocks done", { step, n });
     first.disabled = back.disabled = step === 0;
     next.disabled = last.disabled = step === n;
-    keys.setAttribute("aria-label", `${d.scores.length} keys in ${n} blocks of ${d.blockSize}`);
+    keys.setAttribute("aria-label", tr("{keys} keys in {n} blocks of {size}", { keys: d.scores.length, n, size: d.blockSize }));
     keys.replaceChildren(...d.scores.map((s, j) => {
       const b = Math.floor(j / d.blockSize), state = b < step - 1 ? "done" : b === step - 1 ? "current" : "pending";
       return h("div", { class: `attn-key attn-key-${state}`, style: `background:${BLOCK_COLOURS[b % 2]}`, "data-block": b },
-        h("div", {}, `key ${j + 1}`), h("div", {}, `s = ${fixed(s, 2)}`), h("div", {}, `v = ${fixed(d.values[j], 2)}`));
+        h("div", {}, tr("key {j}", { j: j + 1 })), h("div", {}, `s = ${fixed(s, 2)}`), h("div", {}, `v = ${fixed(d.values[j], 2)}`));
     }));
     if (step === 0) {
-      now.replaceChildren(h("p", {}, "Nothing processed yet: m = \u2212\u221e, \u2113 = 0, a = 0. Step to take the first block."));
+      now.replaceChildren(h("p", {}, tr("Nothing processed yet: m = \u2212\u221e, \u2113 = 0, a = 0. Step to take the first block.")));
       Object.assign(now.dataset, { step: 0, m: "-Infinity", ell: 0, a: 0, full: String(full) });
       delete now.dataset.estimate; delete now.dataset.difference; delete now.dataset.rescale;
     } else {
       const st = steps[step - 1], r = fixed(st.rescale), rose = step > 1 && st.m > st.m_old;
-      now.replaceChildren(h("div", { class: "attn-panel-title" }, `block ${step}: keys ${st.start + 1}\u2013${Math.min(st.start + d.blockSize, d.scores.length)}`),
+      now.replaceChildren(h("div", { class: "attn-panel-title" }, tr("block {b}: keys {from}\u2013{to}", { b: step, from: st.start + 1, to: Math.min(st.start + d.blockSize, d.scores.length) })),
         h("dl", { class: "attn-dl" },
-          h("dt", {}, "running max m"), h("dd", {}, step > 1 ? `${fixed(st.m_old)} \u2192 ${fixed(st.m)}${rose ? " (rose)" : ""}` : fixed(st.m)),
-          h("dt", {}, "rescale e^(m_old \u2212 m)"), h("dd", {}, step > 1 ? r : "\u2013 (nothing carried)"),
-          h("dt", {}, "running sum \u2113"), h("dd", {}, `${step > 1 ? `${r} \u00d7 ${fixed(st.ell_old)} + ` : ""}${fixed(st.block_ell)} = ${fixed(st.ell)}`),
-          h("dt", {}, "output so far a"), h("dd", {}, `${step > 1 ? `${r} \u00d7 ${fixed(st.a_old)} + ` : ""}${fixed(st.block_a)} = ${fixed(st.a)}`),
-          h("dt", {}, "estimate a / \u2113"), h("dd", {}, fixed(st.estimate, 4)),
-          h("dt", {}, "full attention (all keys)"), h("dd", {}, fixed(full, 4)),
-          h("dt", {}, "difference"), h("dd", {}, sci(st.difference))));
+          h("dt", {}, tr("running max m")), h("dd", {}, step > 1 ? `${fixed(st.m_old)} \u2192 ${fixed(st.m)}${rose ? tr(" (rose)") : ""}` : fixed(st.m)),
+          h("dt", {}, tr("rescale e^(m_old \u2212 m)")), h("dd", {}, step > 1 ? r : tr("\u2013 (nothing carried)")),
+          h("dt", {}, tr("running sum \u2113")), h("dd", {}, `${step > 1 ? `${r} \u00d7 ${fixed(st.ell_old)} + ` : ""}${fixed(st.block_ell)} = ${fixed(st.ell)}`),
+          h("dt", {}, tr("output so far a")), h("dd", {}, `${step > 1 ? `${r} \u00d7 ${fixed(st.a_old)} + ` : ""}${fixed(st.block_a)} = ${fixed(st.a)}`),
+          h("dt", {}, tr("estimate a / \u2113")), h("dd", {}, fixed(st.estimate, 4)),
+          h("dt", {}, tr("full attention (all keys)")), h("dd", {}, fixed(full, 4)),
+          h("dt", {}, tr("difference")), h("dd", {}, sci(st.difference))));
       Object.assign(now.dataset, { step, m: String(st.m), ell: String(st.ell), a: String(st.a), rescale: String(st.rescale),
         estimate: String(st.estimate), difference: String(st.difference), full: String(full) });
     }
-    const head = h("tr", {}, ...["block", "m", "rescale", "\u2113", "a", "a / \u2113", "\u2212 full"].map((c) => h("th", { scope: "col" }, c)));
+    const head = h("tr", {}, ...[tr("block"), "m", tr("rescale"), "\u2113", "a", "a / \u2113", tr("\u2212 full")].map((c) => h("th", { scope: "col" }, c)));
     const rows = steps.slice(0, step).map((st, b) => h("tr", { "data-block": b, "data-m": String(st.m), "data-rescale": String(st.rescale),
       "data-ell": String(st.ell), "data-a": String(st.a), "data-estimate": String(st.estimate), "data-difference": String(st.difference) },
     h("th", { scope: "row" }, String(b + 1)), ...[st.m, st.rescale, st.ell, st.a, st.estimate].map((v) => h("td", {}, fixed(v))),

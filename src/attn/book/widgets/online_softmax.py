@@ -17,7 +17,7 @@ import traitlets as t
 
 from attn import _checks
 from attn.functional import scaled_dot_product_attention
-from attn.book.widgets._state import CSS, LIMIT, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, LIMIT, Lang, as_array, front_end, rounded
 
 __all__ = ["MAX_KEYS", "OnlineSoftmaxExplorer"]
 
@@ -43,6 +43,7 @@ class OnlineSoftmaxExplorer(anywidget.AnyWidget):
 
     _esm = front_end("online_softmax.js", parts=("_dom.js", "_nn.js"))
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     scores = t.List(t.Float()).tag(sync=True)  # (S,)
     values = t.List(t.Float()).tag(sync=True)  # (S,)

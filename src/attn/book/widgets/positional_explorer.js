@@ -32,16 +32,17 @@ const niceStep = (span, n) => { const r = span / n, m = 10 ** Math.floor(Math.lo
 const fmt = (v) => String(Number(v.toPrecision(3)));
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-pe-explorer" });
+  const tr = words(model.get("lang"));
+  const root = h("div", { class: "attn-w attn-pe-explorer", lang: langTag(model.get("lang")) });
   el.append(root);
   const encSel = h("select", { name: "encoding" });
   const posIn = h("input", { type: "range", name: "position", min: 0, step: 1 }), posOut = h("output");
   const pairIn = h("input", { type: "range", name: "pair", min: 0, step: 1 }), pairOut = h("output");
-  const play = h("button", { type: "button", name: "play", "aria-pressed": "false" }, "\u25b6 play");
+  const play = h("button", { type: "button", name: "play", "aria-pressed": "false" }, tr("\u25b6 play"));
   root.append(h("div", { class: "attn-controls" },
-    labelled("encoding", "encoding", encSel),
-    labelled("position", "position p", posIn, posOut),
-    labelled("pair", "pair i", pairIn, pairOut),
+    labelled("encoding", tr("encoding"), encSel),
+    labelled("position", tr("position p"), posIn, posOut),
+    labelled("pair", tr("pair i"), pairIn, pairOut),
     play));
   const heat = h("div", { class: "attn-figure" }), side = h("div", {});
   const readout = h("div", { class: "attn-readout", "aria-live": "polite" });
@@ -52,10 +53,10 @@ function render({ model, el }) {
   posIn.addEventListener("input", () => put("position", parseInt(posIn.value, 10)));
   pairIn.addEventListener("input", () => put("pair", parseInt(pairIn.value, 10)));
   let timer = null;
-  const stop = () => { clearInterval(timer); timer = null; play.setAttribute("aria-pressed", "false"); play.textContent = "\u25b6 play"; };
+  const stop = () => { clearInterval(timer); timer = null; play.setAttribute("aria-pressed", "false"); play.textContent = tr("\u25b6 play"); };
   play.addEventListener("click", () => {
     if (timer) return stop();
-    play.setAttribute("aria-pressed", "true"); play.textContent = "\u275a\u275a pause";
+    play.setAttribute("aria-pressed", "true"); play.textContent = tr("\u275a\u275a pause");
     timer = setInterval(() => { const d = data(); put("position", (d.p + 1) % d.P); }, 160);
   });
 
@@ -77,11 +78,11 @@ function render({ model, el }) {
     let vmax = 0;
     for (const r of d.T) for (const v of r) vmax = Math.max(vmax, Math.abs(v));
     vmax = vmax || 1;
-    const svg = svgRoot("attn-svg attn-pe-heatmap", W, Ht, `positional encoding table ${d.name}, ${d.P} positions by ${d.D} dimensions`);
+    const svg = svgRoot("attn-svg attn-pe-heatmap", W, Ht, tr("positional encoding table {name}, {P} positions by {D} dimensions", { name: d.name, P: d.P, D: d.D }));
     svg.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
-      s("text", { x: left, y: 13, "font-size": 12, "font-weight": 600, fill: "#333" }, "PE[position, dimension]"),
-      s("text", { x: left + (d.D * cw) / 2, y: 27, "text-anchor": "middle", fill: "#666" }, "dimension \u2192"),
-      s("text", { transform: `translate(11, ${top + (d.P * chh) / 2}) rotate(-90)`, "text-anchor": "middle", fill: "#666" }, "position \u2192"));
+      s("text", { x: left, y: 13, "font-size": 12, "font-weight": 600, fill: "#333" }, tr("PE[position, dimension]")),
+      s("text", { x: left + (d.D * cw) / 2, y: 27, "text-anchor": "middle", fill: "#666" }, tr("dimension \u2192")),
+      s("text", { transform: `translate(11, ${top + (d.P * chh) / 2}) rotate(-90)`, "text-anchor": "middle", fill: "#666" }, tr("position \u2192")));
     const cells = s("g", { "shape-rendering": "crispEdges" });
     d.T.forEach((row, p) => row.forEach((v, c) => cells.append(s("rect", { class: "attn-pe-cell", x: left + c * cw, y: top + p * chh,
       width: cw, height: chh, fill: divergingColor(v / vmax), "data-pos": p, "data-dim": c }))));
@@ -105,7 +106,7 @@ function render({ model, el }) {
     const W = 330, Ht = 176, l = 44, r = 12, t = 26, b = 30, pw = W - l - r, ph = Ht - t - b;
     const { offsets, dots } = dotProfile(d.T, d.p), K = Math.max(1, d.P - 1);
     const x = (k) => l + ((k + K) / (2 * K)) * pw, y = (v) => t + ph - ((v - built.lo) / (built.hi - built.lo || 1)) * ph;
-    const svg = svgRoot("attn-svg attn-pe-similarity", W, Ht, `dot product of position ${d.p} with position ${d.p} plus k`);
+    const svg = svgRoot("attn-svg attn-pe-similarity", W, Ht, tr("dot product of position {p} with position {p} plus k", { p: d.p }));
     svg.append(s("rect", { width: W, height: Ht, fill: "#fff" }),
       s("text", { x: l, y: 14, "font-size": 12, "font-weight": 600, fill: "#333" }, `PE[${d.p}] \u00b7 PE[${d.p} + k]`),
       s("line", { x1: l, x2: l + pw, y1: y(0), y2: y(0), stroke: "#ccc" }),
@@ -113,7 +114,7 @@ function render({ model, el }) {
       s("rect", { x: l, y: t, width: pw, height: ph, fill: "none", stroke: "#bbb" }));
     const step = niceStep(2 * K, 6);
     for (let k = -Math.floor(K / step) * step; k <= K; k += step) svg.append(s("text", { x: x(k), y: t + ph + 13, "text-anchor": "middle", fill: "#666" }, String(k)));
-    svg.append(s("text", { x: l + pw / 2, y: Ht - 3, "text-anchor": "middle", fill: "#666" }, "offset k"));
+    svg.append(s("text", { x: l + pw / 2, y: Ht - 3, "text-anchor": "middle", fill: "#666" }, tr("offset k")));
     const ticks = [];  // 0 and the extremes, leaving out any that would overlap one already placed
     for (const v of [0, built.hi, built.lo]) if (ticks.every((u) => Math.abs(y(u) - y(v)) >= 12)) ticks.push(v);
     for (const v of ticks) svg.append(s("text", { class: "attn-pe-ytick", x: l - 4, y: y(v) + 4, "text-anchor": "end", fill: "#666" }, fmt(v)));
@@ -125,26 +126,26 @@ function render({ model, el }) {
 
   function circle(d) {
     const W = 330, Ht = 214, cx = 165, cy = 116;
-    const svg = svgRoot("attn-svg attn-pe-circle", W, Ht, `dimensions ${2 * d.i} and ${2 * d.i + 1} at position ${d.p}`);
+    const svg = svgRoot("attn-svg attn-pe-circle", W, Ht, tr("dimensions {a} and {b} at position {p}", { a: 2 * d.i, b: 2 * d.i + 1, p: d.p }));
     svg.append(s("rect", { width: W, height: Ht, fill: "#fff" }));
     if (!d.pairs) {
-      svg.append(s("text", { x: 12, y: 20, fill: "#666" }, "The table needs at least 2 dimensions for a pair."));
+      svg.append(s("text", { x: 12, y: 20, fill: "#666" }, tr("The table needs at least 2 dimensions for a pair.")));
       return svg;
     }
     const pts = d.T.map((_, p) => pairPoint(d.T, p, d.i));
     const R = 72 / Math.max(1, ...pts.map(([a, b]) => Math.hypot(a, b)));
     const X = (v) => cx + v * R, Y = (v) => cy - v * R;
-    svg.append(s("text", { x: 12, y: 14, "font-size": 12, "font-weight": 600, fill: "#333" }, `pair i = ${d.i}: dimensions ${2 * d.i} and ${2 * d.i + 1}`),
+    svg.append(s("text", { x: 12, y: 14, "font-size": 12, "font-weight": 600, fill: "#333" }, tr("pair i = {i}: dimensions {a} and {b}", { i: d.i, a: 2 * d.i, b: 2 * d.i + 1 })),
       s("line", { x1: cx - 88, x2: cx + 88, y1: cy, y2: cy, stroke: "#ddd" }), s("line", { x1: cx, x2: cx, y1: cy - 84, y2: cy + 84, stroke: "#ddd" }),
       s("circle", { cx, cy, r: R, fill: "none", stroke: "#bbb", "stroke-dasharray": "3 3" }),
-      s("text", { x: cx + 90, y: cy + 4, fill: "#666" }, `dim ${2 * d.i + 1}`),
-      s("text", { x: cx + 5, y: cy - 78, fill: "#666" }, `dim ${2 * d.i}`));
+      s("text", { x: cx + 90, y: cy + 4, fill: "#666" }, tr("dim {n}", { n: 2 * d.i + 1 })),
+      s("text", { x: cx + 5, y: cy - 78, fill: "#666" }, tr("dim {n}", { n: 2 * d.i })));
     const trail = s("g", {});
     pts.forEach(([a, b], p) => trail.append(s("circle", { cx: X(a), cy: Y(b), r: 2, fill: p <= d.p ? "#8fb3dc" : "#e4e4e4" })));
     const [a, b] = pts[d.p];
     svg.append(trail, s("line", { x1: cx, y1: cy, x2: X(a), y2: Y(b), stroke: ACCENT, "stroke-width": 1.5 }),
       s("circle", { class: "attn-pe-point", cx: X(a), cy: Y(b), r: 5, fill: ACCENT, "data-x": a.toFixed(4), "data-y": b.toFixed(4) }),
-      s("text", { x: 12, y: Ht - 8, fill: "#555" }, `p = ${d.p}: (${a.toFixed(3)}, ${b.toFixed(3)}), angle ${((Math.atan2(b, a) * 180) / Math.PI).toFixed(1)}\u00b0`));
+      s("text", { x: 12, y: Ht - 8, fill: "#555" }, tr("p = {p}: ({a}, {b}), angle {deg}\u00b0", { p: d.p, a: a.toFixed(3), b: b.toFixed(3), deg: ((Math.atan2(b, a) * 180) / Math.PI).toFixed(1) })));
     return svg;
   }
 
@@ -156,15 +157,15 @@ function render({ model, el }) {
     encSel.value = d.name; encSel.disabled = d.names.length < 2;
     posIn.max = d.P - 1; posIn.value = posOut.textContent = d.p;
     pairIn.max = Math.max(0, d.pairs - 1); pairIn.value = d.i; pairIn.disabled = d.pairs < 2;
-    pairOut.textContent = d.pairs ? `${d.i} (dims ${2 * d.i}, ${2 * d.i + 1})` : "\u2013";
+    pairOut.textContent = d.pairs ? tr("{i} (dims {a}, {b})", { i: d.i, a: 2 * d.i, b: 2 * d.i + 1 }) : "\u2013";
     Object.assign(root.dataset, { encoding: d.name, position: d.p, pair: d.i, positions: d.P, dModel: d.D });
     if (!built || built.key !== d.T) built = buildHeat(d);
     built.row.setAttribute("y", built.top + d.p * built.chh - 1);
     built.cols.setAttribute("x", built.left + 2 * d.i * built.cw - 1);
     built.cols.setAttribute("visibility", d.pairs ? "visible" : "hidden");
     side.replaceChildren(similarity(d), circle(d));
-    readout.textContent = `Row ${d.p} of the table (black outline) is the encoding of position ${d.p}; ` +
-      (d.pairs ? `its columns ${2 * d.i} and ${2 * d.i + 1} (red outline) are the point on the circle.` : "");
+    readout.textContent = tr("Row {p} of the table (black outline) is the encoding of position {p}; ", { p: d.p }) +
+      (d.pairs ? tr("its columns {a} and {b} (red outline) are the point on the circle.", { a: 2 * d.i, b: 2 * d.i + 1 }) : "");
   }
 
   const events = ["encodings", "names", "encoding", "position", "pair"].map((k) => `change:${k}`);

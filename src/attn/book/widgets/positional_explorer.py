@@ -16,7 +16,7 @@ import traitlets as t
 
 from attn import _checks
 from attn.positional import sinusoidal_table
-from attn.book.widgets._state import CSS, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, Lang, as_array, front_end, rounded
 
 __all__ = ["PositionalEncodingExplorer"]
 
@@ -37,6 +37,7 @@ class PositionalEncodingExplorer(anywidget.AnyWidget):
 
     _esm = front_end("positional_explorer.js")
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     encodings = t.Dict().tag(sync=True)  # name -> (positions, D) nested lists, 4 decimals
     names = t.List(t.Unicode()).tag(sync=True)  # the tables' order as given (a saved notebook sorts dict keys)

@@ -169,6 +169,10 @@ export async function readState(doc = document, get = (url) => fetch(url)) {
 
 const REST_AFTER_LOAD_MS = 2500;
 
+// in the page's language
+const notShown = (lang) => (/^zh\b/i.test(lang) ? "此处无法显示这个探索器；运行笔记本即可使用它。"
+  : "This explorer could not be shown here; run the notebook to use it.");
+
 /**
  * due(el) resolves when `el` comes within a screen of the viewport, or (fallback) a while after the page
  * has loaded, in an idle moment. Without IntersectionObserver: at once.
@@ -229,10 +233,13 @@ export function nearScreen(win = window) {
  */
 export async function renderPage(doc = document, load = moduleLoader(), { due = async () => {}, get } = {}) {
   const models = new Map(), views = [], started = new Map(), styles = new Set();
+  // the page's language wins (the Chinese site reuses the English state)
+  const pageLang = (doc.documentElement && doc.documentElement.getAttribute("lang")) || "";
   let saved = null;
   const state = () => (saved ||= readState(doc, get).then((entries) => {
     for (const [id, entry] of Object.entries(entries)) {
-      if (entry.model_module === "anywidget") models.set(id, new Model(entry.state, { id, models }));
+      const traits = pageLang ? { ...entry.state, lang: pageLang } : entry.state;
+      if (entry.model_module === "anywidget") models.set(id, new Model(traits, { id, models }));
     }
   }, (err) => {
     console.error("widgets:", err.message);
@@ -245,7 +252,7 @@ export async function renderPage(doc = document, load = moduleLoader(), { due = 
       await state();
     } catch {
       viewTag.before(Object.assign(doc.createElement("div"), {
-        className: "attn-widget-view", textContent: "This explorer could not be shown here; run the notebook to use it.",
+        className: "attn-widget-view", textContent: notShown(pageLang),
       }));
       return;
     }
@@ -263,7 +270,7 @@ export async function renderPage(doc = document, load = moduleLoader(), { due = 
       const cleanup = widget.render ? await widget.render({ model, el }) : undefined;
       views.push({ id, el, cleanup });
     } catch (err) {
-      el.textContent = "This explorer could not be shown here; run the notebook to use it.";
+      el.textContent = notShown(pageLang);
       console.error(`widget ${model.get("_anywidget_id") || id}:`, err);
     }
   });

@@ -15,15 +15,16 @@ export function workedExample({ X, W_Q, W_K, W_V, is_causal = false }) {
 }
 
 function render({ model, el }) {
-  const root = h("div", { class: "attn-w attn-live attn-worked" });
+  const tr = words(model.get("lang"));
+  const root = h("div", { class: "attn-w attn-live attn-worked", lang: langTag(model.get("lang")) });
   el.append(root);
   const causalBox = h("input", { type: "checkbox", name: "is_causal" });
-  const reset = h("button", { type: "button", name: "reset", title: "back to the numbers it started with" }, "reset");
+  const reset = h("button", { type: "button", name: "reset", title: tr("back to the numbers it started with") }, tr("reset"));
   const message = h("div", { class: "attn-note", role: "alert", hidden: true });
-  root.append(h("div", { class: "attn-controls" }, labelled("is_causal", "causal mask", causalBox), reset), message);
+  root.append(h("div", { class: "attn-controls" }, labelled("is_causal", tr("causal mask"), causalBox), reset), message);
   const inputsX = h("div", { class: "attn-panels" });
   const inputsW = h("div", { class: "attn-panels" });
-  const details = h("details", {}, h("summary", {}, "the projections W_Q, W_K, W_V (editable too)"), inputsW);
+  const details = h("details", {}, h("summary", {}, tr("the projections W_Q, W_K, W_V (editable too)")), inputsW);
   const results = h("div", { class: "attn-panels attn-results-live", "aria-live": "polite" });
   root.append(inputsX, details, results);
   const initial = Object.fromEntries(EDITABLE.map((k) => [k, model.get(k)]));  // for "reset"
@@ -31,7 +32,7 @@ function render({ model, el }) {
   const put = (changes) => { for (const [k, v] of Object.entries(changes)) model.set(k, v); model.save_changes(); };
 
   let fields = null;  // name -> rows of <input>, rebuilt only when a shape changes
-  const labels = (name) => model.get(name).map((_, r) => (name === "X" ? model.get("tokens")[r] ?? String(r) : `row ${r}`));
+  const labels = (name) => model.get(name).map((_, r) => (name === "X" ? model.get("tokens")[r] ?? String(r) : tr("row {r}", { r })));
 
   function matrixPanel(title, rowLabels, cols, cell, attrs = {}) {
     const head = h("tr", {}, h("th", {}), ...cols.map((c) => h("th", { scope: "col" }, c)));
@@ -45,9 +46,9 @@ function render({ model, el }) {
     const panels = EDITABLE.map((name) => {
       const M = model.get(name), rows = labels(name), cols = M[0].map((_, j) => String(j));
       fields[name] = M.map(() => []);
-      return matrixPanel(name === "X" ? "X: one row per token (edit me)" : name, rows, cols, (i, j) => {
+      return matrixPanel(name === "X" ? tr("X: one row per token (edit me)") : name, rows, cols, (i, j) => {
         const input = h("input", { type: "text", inputmode: "decimal", name, size: 5, "data-i": i, "data-j": j,
-          "aria-label": `${name} row ${rows[i]}, column ${j}`, value: String(M[i][j]) });
+          "aria-label": tr("{name} row {row}, column {j}", { name, row: rows[i], j }), value: String(M[i][j]) });
         input.addEventListener("input", edited);
         fields[name][i][j] = input;
         return input;
@@ -65,15 +66,16 @@ function render({ model, el }) {
     const problems = [], mats = {};
     for (const name of EDITABLE) {
       mats[name] = fields[name].map((row) => row.map((input) => {
-        const r = parseNumber(input.value);
+        const r = parseNumber(input.value, tr);
         input.setAttribute("aria-invalid", r.error ? "true" : "false");
-        if (r.error) problems.push(`${input.getAttribute("aria-label")}: "${input.value}" ${r.error}`);
+        if (r.error) problems.push(tr("{field}: \"{text}\" {error}", { field: input.getAttribute("aria-label"), text: input.value, error: r.error }));
         return r.value;
       }));
     }
     if (problems.length) {
-      message.textContent = `Not updated: ${problems[0]}${problems.length > 1 ? ` (and ${problems.length - 1} more)` : ""}. ` +
-        "The numbers below are for the last valid input.";
+      message.textContent = problems.length > 1
+        ? tr("Not updated: {problem} (and {more} more). The numbers below are for the last valid input.", { problem: problems[0], more: problems.length - 1 })
+        : tr("Not updated: {problem}. The numbers below are for the last valid input.", { problem: problems[0] });
       message.hidden = false;
       root.dataset.state = "invalid";
       results.classList.add("attn-stale");
@@ -97,7 +99,7 @@ function render({ model, el }) {
     try {
       r = workedExample(state);
     } catch (err) {  // matrices set from Python that do not chain: say so, keep the last numbers
-      message.textContent = `Cannot compute: ${err.message}.`;
+      message.textContent = tr("Cannot compute: {error}.", { error: err.message });
       message.hidden = false;
       root.dataset.state = "invalid";
       results.classList.add("attn-stale");
@@ -107,7 +109,7 @@ function render({ model, el }) {
     const num = (name, M, masked) => (i, j) => {
       const v = M[i][j], off = masked && masked(i, j);
       return h("span", { class: off ? "attn-masked" : null, "data-name": name, "data-i": i, "data-j": j,
-        "data-value": String(v), title: off ? "masked: this key is after the query" : null }, off ? "\u2013" : fixed(v));
+        "data-value": String(v), title: off ? tr("masked: this key is after the query") : null }, off ? "\u2013" : fixed(v));
     };
     const off = state.is_causal ? (i, j) => j > i : null;
     const colsOf = (M) => M[0].map((_, j) => String(j));
@@ -115,9 +117,9 @@ function render({ model, el }) {
       matrixPanel("Q = X W_Q", toks, colsOf(r.Q), num("Q", r.Q)),
       matrixPanel("K = X W_K", toks, colsOf(r.K), num("K", r.K)),
       matrixPanel("V = X W_V", toks, colsOf(r.V), num("V", r.V)),
-      matrixPanel(`scores Q K\u1d40 / \u221a${r.K[0].length}`, toks, toks, num("scores", r.scores, off)),
-      matrixPanel("softmax rows: weights", toks, toks, num("weights", r.weights)),
-      matrixPanel("output = weights \u00b7 V", toks, colsOf(r.out), num("out", r.out)));
+      matrixPanel(tr("scores Q K\u1d40 / \u221a{d}", { d: r.K[0].length }), toks, toks, num("scores", r.scores, off)),
+      matrixPanel(tr("softmax rows: weights"), toks, toks, num("weights", r.weights)),
+      matrixPanel(tr("output = weights \u00b7 V"), toks, colsOf(r.out), num("out", r.out)));
     Object.assign(root.dataset, { causal: state.is_causal ? "1" : "0", l: L });
     root.dataset.drawn = String((Number(root.dataset.drawn) || 0) + 1);  // tests wait on it
   }

@@ -18,7 +18,7 @@ import traitlets as t
 
 from attn import _checks
 from attn.functional import scaled_dot_product_attention
-from attn.book.widgets._state import CSS, LIMIT, as_array, front_end, rounded
+from attn.book.widgets._state import CSS, LIMIT, Lang, as_array, front_end, rounded
 
 __all__ = ["MAX_SIZE", "WorkedExampleExplorer"]
 
@@ -47,6 +47,7 @@ class WorkedExampleExplorer(anywidget.AnyWidget):
 
     _esm = front_end("worked_example.js", parts=("_dom.js", "_nn.js"))
     _css = CSS
+    lang = Lang().tag(sync=True)  # the language of its words: "en" or "zh" (attn.set_language)
 
     tokens = t.List(t.Unicode()).tag(sync=True)
     X = t.List(t.List(t.Float())).tag(sync=True)  # (L, D)
