@@ -343,7 +343,7 @@ def test_browser_chinese_explorers_fit_a_phone(site):
         page.screenshot(path=f"{os.environ['ATTN_SHOTS']}/zh-390.png", full_page=True)
 
 
-def test_built_site_explorers_speak_the_editions_language(built_site, browser, site_server):
+def test_built_site_explorers_speak_the_editions_language(browser, site_server):  # site_server: the built site
     """The built explorers page and a chapter with an explorer, in both editions: the Chinese pages draw
     the English run's state in Chinese, the English ones in English; the page's language switch has a
     tooltip in the language it links to."""
