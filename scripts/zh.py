@@ -5,6 +5,7 @@
     python -m scripts.zh check                   # what the tests check: stale, missing, untranslated units
     python -m scripts.zh stale                   # the units whose English changed after they were translated
     python -m scripts.zh diff CHAPTER UNIT       # how the English of one unit changed since its translation
+    python -m scripts.zh figures [CHAPTER ...]   # draw the chapters' figures in Chinese (scripts/zh_figures.py)
 
 The translations live in ``i18n/zh/``:
 
@@ -45,6 +46,8 @@ import sys
 import tokenize
 
 import yaml
+
+from scripts import zh_figures
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 I18N = ROOT / "i18n" / "zh"
@@ -366,6 +369,7 @@ def chapter_problems(path: pathlib.Path) -> dict[str, list[str]]:
             found["changed"] += [f"{unit}: {d}" for d in invariant_differences(en_built, zh)]
         found["glue"] += [f"{unit}: {{glue}}`{k}` is not glued by the chapter" for k in GLUE.findall(zh) if k not in keys]
     found["orphan"] = [f"{k} {c}" for k, c in sorted(set(have) - wanted)]
+    found |= zh_figures.figure_problems(path)
     return {k: v for k, v in found.items() if v}
 
 
@@ -561,6 +565,7 @@ def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
     have = read_overlay(path.stem)
     zh_nb, missing = copy.deepcopy(nb), []
     for cell in zh_nb["cells"]:
+        en_hash = zh_figures.english_hash(cell) if zh_figures.images(cell) else None  # before its comments change
         for kind, cid, en in english_units({"cells": [cell]}):
             if (kind, cid) not in have or not have[(kind, cid)][1].strip():
                 missing.append(f"{kind} {cid}")
@@ -581,6 +586,8 @@ def chinese_notebook(path: pathlib.Path) -> tuple[dict, list[str]]:
             cell["source"] = localise_markdown(_source(cell))
         if cell["cell_type"] == "code" and cell.get("outputs"):
             cell["outputs"] = [chinese_output(o) for o in cell["outputs"]]
+            if en_hash and not zh_figures.replace_images(path.stem, cell, en_hash):
+                missing.append(f"figure {cell['id']} (none in Chinese, or stale: the English figure kept)")
     # The explorers' saved state speaks Chinese where the notebook is opened (JupyterLab, Colab): their
     # front ends write their words in the model's lang (on the site, the page's language wins anyway).
     saved = zh_nb.get("metadata", {}).get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
@@ -802,9 +809,11 @@ def build() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"skeleton", "build", "check", "stale", "diff"}:
+    if not argv or argv[0] not in {"skeleton", "build", "check", "stale", "diff", "figures"}:
         print(__doc__)
         return 2
+    if argv[0] == "figures":
+        return zh_figures.main(argv[1:])
     if argv[0] == "skeleton":
         skeleton(argv[1:])
     elif argv[0] == "build":

@@ -19,6 +19,7 @@ import yaml
 from scripts import notebooks
 from scripts import reader
 from scripts import zh
+from scripts import zh_figures
 
 FIX = "edit i18n/zh/, then run `python -m scripts.zh build`"
 
@@ -247,7 +248,7 @@ def test_the_chinese_glossary_page_keeps_the_terms_of_the_english_one(root):
     assert zh_rows[1:] == en[1:], "the first three columns of the Chinese glossary are the English glossary's"
 
 
-# --- zh/ is generated, and its notebooks are the English ones in code and outputs -------------------------
+# --- zh/ is generated, and its notebooks are the English ones in code and outputs (figures drawn in Chinese) --
 
 def _without_captions(cell: dict) -> dict:
     cell = json.loads(json.dumps(cell))
@@ -278,6 +279,8 @@ def test_each_chinese_notebook_is_the_english_one_in_every_code_cell_and_output(
                 f"{zh.code_difference(en_src, zh_src)}: {FIX}"
             # the outputs the English run stored, their words through the string table (tests/test_zh_outputs.py)
             a = {**a, "outputs": [zh.chinese_output(o) for o in a.get("outputs", [])]}
+            # and its figures drawn in Chinese where they are current (tests/test_zh_figures.py)
+            zh_figures.replace_images(path.stem, a)
             assert _joined(_without_captions({**b, "source": ""})) == _joined(_without_captions({**a, "source": ""})), \
                 f"zh/book/{path.name} cell {a['id']} differs: {FIX}"
     # the same metadata, but the explorers' saved state speaks Chinese (lang, tests/test_widget_words.py)

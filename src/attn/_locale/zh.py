@@ -1005,3 +1005,9 @@ STRINGS: dict[str, str] = {
     "this page (mean of {} seeds)": "本页（{} 个种子的均值）",
     # === end of issue 35, item 5 ===========================================================================
 }
+
+# --- the figures' words (issue 35, item 3): attn/_locale/zh_figures.py, merged here -------------------------
+from attn._locale.zh_figures import FIGURE_STRINGS as _FIGURE_STRINGS  # noqa: E402 (after the table above)
+
+STRINGS.update({k: v for k, v in _FIGURE_STRINGS.items() if k not in STRINGS})
+# --- end of the figures' words ------------------------------------------------------------------------------

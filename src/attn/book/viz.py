@@ -8,15 +8,18 @@ figure's smallest text so that the site can keep it readable on a phone.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from attn._locale import ljust, rjust, translate, width
+from attn._locale import language, ljust, rjust, translate, width
 
-__all__ = ["Results", "Table", "book_figures", "heatmap", "heatmaps", "png_2x", "weights_table"]
+__all__ = ["Results", "Table", "book_figures", "cjk_font", "figure_fonts", "figure_texts", "heatmap", "heatmaps",
+           "localise_figure", "png_2x", "weights_table"]
 
 #: PNG text keys written by :func:`png_2x`: the smallest text of the figure, in CSS pixels at the image's
 #: natural display size (its width and height in the output metadata), and the display dpi.
@@ -30,17 +33,25 @@ def png_2x(fig, **savefig_kw) -> tuple[bytes, dict] | None:
     PNG's pixels, as IPython's "retina" format does), or None for a figure with nothing drawn. The PNG
     carries, as text chunk ``attn:min-text-px`` (``TEXT_PX_KEY``), the size of the figure's smallest visible text in CSS
     pixels at that display size: the site computes from it how narrow the image may be drawn while its
-    text stays readable (``_ext/attn_book.py``).
+    text stays readable (``_ext/attn_book.py``). Under a language other than English (:func:`attn.set_language`)
+    the figure's words are first written in it (:func:`localise_figure`).
     """
+    if not fig.axes and not fig.lines:
+        return None
+    with figure_fonts(language()):
+        return _png_2x(fig, **savefig_kw)
+
+
+def _png_2x(fig, **savefig_kw):
     import io
 
     from matplotlib.text import Text
     from PIL import Image
     from PIL.PngImagePlugin import PngInfo
 
-    if not fig.axes and not fig.lines:
-        return None
+    localise_figure(fig)
     fig.draw_without_rendering()  # lays out the figure: tick labels exist only after a draw
+    localise_figure(fig)  # the tick labels the draw made
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
     text_px = min(sizes) * fig.dpi / 72 if sizes else 0.0
     buf = io.BytesIO()
@@ -53,6 +64,143 @@ def png_2x(fig, **savefig_kw) -> tuple[bytes, dict] | None:
     out = io.BytesIO()
     img.save(out, format="png", optimize=True, pnginfo=info)
     return out.getvalue(), {"width": img.size[0] // 2, "height": img.size[1] // 2}
+
+
+# --- figures in the reader's language ---------------------------------------------------------------------
+#
+# A figure's words go through the package's string table (attn._locale) when it is shown: under
+# attn.set_language("zh") / ATTN_LANG=zh every text of the figure (titles, axis labels, legends, the boxes
+# and notes of attn.book.diagram, the labels of a bar chart) that has an entry is drawn in Chinese, in
+# Noto Sans CJK SC. Where that font is not installed (a reader's Colab), the figure keeps its English words:
+# Chinese characters in a font without them would be drawn as empty boxes.
+
+#: The font the Chinese figures are drawn in (Debian's fonts-noto-cjk, which the book's build installs).
+CJK_FONT = "Noto Sans CJK SC"
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e"
+
+
+@functools.cache
+def cjk_font() -> str | None:
+    """The name of the installed font for Chinese figures (:data:`CJK_FONT`), or None where it is missing.
+
+    matplotlib lists the fonts it found when it first ran (its font cache): a CJK font installed after
+    that (``apt-get install fonts-noto-cjk`` on a machine that had drawn before) is added here from the
+    system's font folders."""
+    import os
+
+    from matplotlib import font_manager
+
+    def found() -> bool:
+        return any(f.name == CJK_FONT for f in font_manager.fontManager.ttflist)
+
+    if not found():
+        for path in font_manager.findSystemFonts():
+            if re.match(r"NotoSans(Mono)?CJK", os.path.basename(path)):
+                font_manager.fontManager.addfont(path)
+    return CJK_FONT if found() else None
+
+
+def _figure_lang(lang: str | None) -> str:
+    lang = lang or language()
+    return lang if lang == "en" or cjk_font() else "en"
+
+
+def figure_fonts(lang: str | None = None):
+    """A context in which matplotlib draws ``lang``'s figures: for Chinese, each font family followed by
+    :data:`CJK_FONT` (Latin letters, digits and symbols as in the English figures, Chinese characters in
+    the CJK font: matplotlib falls back along a list of families, not within a generic family such as
+    "sans-serif"); English or no CJK font: matplotlib's settings as they are."""
+    import contextlib
+
+    import matplotlib as mpl
+
+    if _figure_lang(lang) == "en":
+        return contextlib.nullcontext()
+    return mpl.rc_context({"font.family": _with_cjk(mpl.rcParams["font.family"])})
+
+
+def _with_cjk(families) -> list[str]:
+    """The font families ``families`` with each generic one ("sans-serif") resolved to the font matplotlib
+    uses for it, then :data:`CJK_FONT`."""
+    from matplotlib import font_manager
+
+    named = []
+    for family in [families] if isinstance(families, str) else families:
+        if family in font_manager.font_family_aliases:
+            path = font_manager.findfont(font_manager.FontProperties(family=[family]))
+            family = font_manager.get_font(path).family_name
+        if family not in named:
+            named.append(family)
+    return [f for f in named if f != CJK_FONT] + [CJK_FONT]
+
+
+def _translate_label(text: str, lang: str) -> str:
+    """One text of a figure in ``lang``: its entry in the string table, else each of its lines' entries."""
+    new = translate(text, lang)
+    if new == text and "\n" in text:
+        new = "\n".join(translate(line, lang) for line in text.split("\n"))
+    return new
+
+
+def localise_figure(fig, lang: str | None = None) -> bool:
+    """Write ``fig``'s texts in ``lang`` (default: the package's language, :func:`attn.set_language`) through
+    the string table, in place: every text object, and the labels of axes whose ticks carry fixed labels.
+    Texts without an entry stay as they are (names, tokens, numbers). Returns whether the figure is drawn
+    in that language: False for English, and where no font for it is installed (the figure stays English)."""
+    from matplotlib.category import StrCategoryFormatter
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter, FuncFormatter
+
+    lang = _figure_lang(lang)
+    if lang == "en":
+        return False
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            # labels given to the ticks (set_yticks(range(n), labels): a FuncFormatter over them in matplotlib
+            # 3.11, a FixedFormatter before) and a bar chart's categories; numbers' formatters are left alone
+            fmt = axis.get_major_formatter()
+            if isinstance(fmt, (FixedFormatter, FuncFormatter, StrCategoryFormatter)):
+                axis.set_major_formatter(_Translated(fmt, lang))
+                for tick in axis.get_major_ticks():  # drawn before their labels change: the CJK font already
+                    for label in (tick.label1, tick.label2):
+                        label.set_fontfamily(_with_cjk(label.get_fontfamily()))
+    for t in fig.findobj(Text):
+        text = t.get_text()
+        if text.strip():
+            new = _translate_label(text, lang)
+            if re.search(f"[{_CJK}]", new):  # mathtext draws its plain text in its own font, without CJK
+                new = re.sub(r"\$([^$]*)\$", lambda m: re.sub(r"\\math\w+\{(\w+)\}", r"\1", m.group(1)), new)
+            if new != text:
+                t.set_text(new)
+            if re.search(f"[{_CJK}]", new) and CJK_FONT not in t.get_fontfamily():
+                t.set_fontfamily(_with_cjk(t.get_fontfamily()))
+    return True
+
+
+def _Translated(fmt, lang: str):
+    """A tick formatter writing ``fmt``'s labels through the string table."""
+    from matplotlib.ticker import Formatter
+
+    class Translated(Formatter):
+        translates = fmt
+
+        def __call__(self, x, pos=None):
+            return _translate_label(fmt(x, pos), lang)
+
+        def format_ticks(self, values):
+            return [_translate_label(t, lang) for t in fmt.format_ticks(values)]
+
+    return Translated()
+
+
+def figure_texts(fig) -> list[str]:
+    """The visible texts of a drawn figure, as drawn (tick labels included), in drawing order."""
+    from matplotlib.text import Text
+
+    with figure_fonts():
+        fig.draw_without_rendering()
+    hidden = {id(t) for ax in fig.axes if not ax.axison for t in [*ax.get_xticklabels(), *ax.get_yticklabels()]}
+    return [t.get_text() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip() and id(t) not in hidden]
 
 
 def book_figures() -> bool:
