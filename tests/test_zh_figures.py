@@ -173,3 +173,54 @@ def test_the_figure_words_are_merged_into_the_one_table_without_overriding_it():
     table = strings("zh")
     assert all(k in table for k in words.FIGURE_STRINGS)
     assert attn.set_language is not None and translate("attention weight", "zh") == "注意力权重"
+
+
+def test_the_chinese_pages_show_the_chinese_figures_and_the_english_pages_the_english_ones(built_site):
+    """Each chapter page of the built site (zh/book/<chapter>.html) shows its stored Chinese figures, and no
+    English figure that has a Chinese one; the English page shows none of the Chinese figures."""
+    import hashlib
+
+    def shown(html_path) -> set[str]:
+        images = html_path.parent.parent / "_images"
+        names = set(re.findall(r'src="\.\./_images/([^"]+\.png)"', html_path.read_text(encoding="utf-8")))
+        return {hashlib.sha256((images / n).read_bytes()).hexdigest() for n in names}
+
+    checked = 0
+    for path in zh.chapters():
+        have = zh_figures.manifest(path.stem)
+        if not have:
+            continue
+        en_nb = json.loads(path.read_text(encoding="utf-8"))
+        zh_png, zh_only, en_only = set(), set(), set()  # *_only: the figures that differ between the editions
+        for cell in en_nb["cells"]:
+            for i, out in enumerate(zh_figures.images(cell) if cell["cell_type"] == "code" else []):
+                if cell["id"] in have:
+                    cn = (zh_figures.FIGURES / path.stem / f"{cell['id']}-{i}.png").read_bytes()
+                    en = base64.b64decode("".join(out["data"]["image/png"]))
+                    zh_png.add(hashlib.sha256(cn).hexdigest())
+                    if en != cn:
+                        zh_only.add(hashlib.sha256(cn).hexdigest())
+                        en_only.add(hashlib.sha256(en).hexdigest())
+        on_zh = shown(built_site / "zh" / "book" / f"{path.stem}.html")
+        on_en = shown(built_site / "book" / f"{path.stem}.html")
+        assert zh_png <= on_zh, f"zh/book/{path.stem}.html lacks {len(zh_png - on_zh)} of its Chinese figures"
+        assert not on_zh & en_only, f"zh/book/{path.stem}.html shows English figures"
+        assert en_only <= on_en and not on_en & zh_only, f"book/{path.stem}.html: its figures are not the English ones"
+        checked += len(zh_only)
+    assert checked >= 60
+
+
+def test_a_changed_figure_cell_or_figure_makes_its_chinese_figure_stale_and_the_book_keeps_the_english(tmp_path):
+    path = zh.ROOT / "book" / "causal_attention.ipynb"
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and zh_figures.images(c)]
+    assert zh_figures.figure_problems(path) == {} and zh_figures.chinese_images(path.stem, cells[0]) is not None
+    cells[0]["source"] = "".join(cells[0]["source"]) + "\n"  # the code changed
+    png = zh_figures.images(cells[1])[0]["data"]
+    png["image/png"] = "".join(png["image/png"])[:-8] + "AAAAAAA="  # the drawing changed
+    changed = tmp_path / path.name
+    changed.write_text(json.dumps(nb), encoding="utf-8")
+    assert zh_figures.figure_problems(changed) == {"figure stale": [f"cell {cells[0]['id']}", f"cell {cells[1]['id']}"]}
+    assert zh_figures.chinese_images(path.stem, cells[0]) is None
+    kept = json.loads(json.dumps(cells[1]))
+    assert not zh_figures.replace_images(path.stem, kept) and kept == cells[1], "the English figure stays"

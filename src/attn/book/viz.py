@@ -81,7 +81,7 @@ _CJK = "\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e"
 
 @functools.cache
 def cjk_font() -> str | None:
-    """The name of the installed font for Chinese figures (:data:`CJK_FONT`), or None where it is missing.
+    """The name of the installed font for Chinese figures (``CJK_FONT``), or None where it is missing.
 
     matplotlib lists the fonts it found when it first ran (its font cache): a CJK font installed after
     that (``apt-get install fonts-noto-cjk`` on a machine that had drawn before) is added here from the
@@ -107,7 +107,7 @@ def _figure_lang(lang: str | None) -> str:
 
 def figure_fonts(lang: str | None = None):
     """A context in which matplotlib draws ``lang``'s figures: for Chinese, each font family followed by
-    :data:`CJK_FONT` (Latin letters, digits and symbols as in the English figures, Chinese characters in
+    ``CJK_FONT`` (Latin letters, digits and symbols as in the English figures, Chinese characters in
     the CJK font: matplotlib falls back along a list of families, not within a generic family such as
     "sans-serif"); English or no CJK font: matplotlib's settings as they are."""
     import contextlib
@@ -121,7 +121,7 @@ def figure_fonts(lang: str | None = None):
 
 def _with_cjk(families) -> list[str]:
     """The font families ``families`` with each generic one ("sans-serif") resolved to the font matplotlib
-    uses for it, then :data:`CJK_FONT`."""
+    uses for it, then ``CJK_FONT``."""
     from matplotlib import font_manager
 
     named = []
