@@ -160,7 +160,11 @@ def test_words_fills_each_placeholder_once_and_falls_back_to_english():
 
 
 # --------------------------------------------------------------------------- the language switch
-XX
+def test_the_language_switchs_tooltip_is_in_the_pages_language_and_its_label_in_the_one_it_links_to():
+    en = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["attn_other_edition"]
+    zh = yaml.safe_load((ROOT / "i18n" / "zh" / "strings.yml").read_text())["switch"]
+    assert en["hreflang"] == "zh-CN" and not CJK.search(en["title"]) and CJK.search(en["label"])
+    assert zh["hreflang"] == "en" and zh["title"] == "阅读本页英文版" and not CJK.search(zh["label"])
 
 
 # --------------------------------------------------------------------------- Chromium
