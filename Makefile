@@ -76,8 +76,8 @@ pdf: _assets/.installed
 # Two phases. The parallel suite, then Lighthouse alone (tests/test_lighthouse.py) on the site that
 # suite built (under TESTTMP, pytest's --basetemp): Lighthouse turns the CPU time a page costs into
 # a phone's timings, so it audits the pages, not the load, only when nothing else runs (the busy
-# machine scored chapters 38-41 that a quiet one scored 43-54). 8 pages, 10-60 s each (book/api.html,
-# 37,000 elements, is the longest); scripts/audit.py also scales the CPU slowdown to the machine.
+# machine scored chapters 38-41 that a quiet one scored 43-54). 9 pages, 10-60 s each (scripts/audit.py
+# SAMPLE); scripts/audit.py also scales the CPU slowdown to the machine.
 TESTTMP ?= _build/test-run
 # (pytest makes --basetemp but not its parent, and a clean clone has no _build/)
 test: setup

@@ -76,8 +76,13 @@ def book_order(src: pathlib.Path) -> list[tuple[str | None, list[str]]]:
     toc = yaml.safe_load((src / "_toc.yml").read_text(encoding="utf-8"))
     order: list[tuple[str | None, list[str]]] = [(None, [toc["root"]])]
     for part in toc.get("parts", []):
-        order.append((part.get("caption"), [c["file"] for c in part.get("chapters", [])]))
+        order.append((part.get("caption"), [p for c in part.get("chapters", []) for p in _with_sections(c)]))
     return order
+
+
+def _with_sections(entry: dict) -> list[str]:
+    """A _toc.yml entry's page and, after it, its sections' (the API reference's pages), in order."""
+    return [entry["file"], *(p for s in entry.get("sections", []) for p in _with_sections(s))]
 
 
 def site_url(place: str) -> str:

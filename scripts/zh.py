@@ -13,8 +13,9 @@ The translations live in ``i18n/zh/``:
   and per code cell with a comment, each under a marker ``<!-- cell|caption|alt|code CELL-ID en:HASH -->``
   that names the English cell and holds a hash of the English text it translates. When the English changes, the hash no longer
   matches and the unit is *stale* (``stale`` lists them, ``diff`` shows the English change).
-- ``pages/<page>.md``: the Chinese text of the Markdown pages (intro, glossary, API, references),
-  whose first line ``<!-- page NAME en:HASH -->`` does the same for the English page.
+- ``pages/<page>.md``: the Chinese text of the Markdown pages (every ``.md`` file of _toc.yml: intro,
+  glossary, the API reference and its pages under ``api/``, references; ``markdown_pages``), whose
+  first line ``<!-- page NAME en:HASH -->`` does the same for the English page.
 - ``strings.yml``: the book's title, the table of contents' part captions, the footer and the
   language switch.
 
@@ -53,8 +54,30 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 I18N = ROOT / "i18n" / "zh"
 ZH = ROOT / "zh"
 KINDS = ("cell", "caption", "alt", "code")
-MARKER = re.compile(r"^<!-- (cell|caption|alt|code|page) ([A-Za-z0-9_.-]+) en:([0-9a-f]{12}) -->[ \t]*$", re.M)
-PAGES = ("intro", "glossary", "api", "references")
+MARKER = re.compile(r"^<!-- (cell|caption|alt|code|page) ([A-Za-z0-9_./-]+) en:([0-9a-f]{12}) -->[ \t]*$", re.M)
+
+
+def markdown_pages() -> tuple[str, ...]:
+    """The book's Markdown pages, in the order of _toc.yml, named from book/ ("intro", "api",
+    "api/maths", ...): each has its Chinese text in i18n/zh/pages/<name>.md."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    files: list[str] = []
+
+    def walk(node) -> None:
+        if isinstance(node, dict):
+            files.extend([node["root"]] if "root" in node else [])
+            files.extend([node["file"]] if "file" in node else [])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(toc)
+    return tuple(f.removeprefix("book/") for f in files if (ROOT / f"{f}.md").exists())
+
+
+PAGES = markdown_pages()
 CJK = re.compile(r"[\u4e00-\u9fff]")
 HEADER = ("<!-- The Chinese text of book/{name}.ipynb, one unit per markdown cell, caption and alt text, and\n"
           "     per code cell with comments (its source in a python fence: translate the comments only).\n"
@@ -795,7 +818,11 @@ def build() -> list[str]:
             text = MARKER.sub("", page.read_text(encoding="utf-8"), count=1).lstrip("\n")
         else:
             text, _ = (ROOT / "book" / f"{name}.md").read_text(encoding="utf-8"), missing.append(f"page {name}")
+        (ZH / "book" / f"{name}.md").parent.mkdir(parents=True, exist_ok=True)
         (ZH / "book" / f"{name}.md").write_text(localise_markdown(text), encoding="utf-8")
+    for page in (ZH / "book").rglob("*.md"):  # a page no longer in _toc.yml (a renamed API page)
+        if page.relative_to(ZH / "book").with_suffix("").as_posix() not in PAGES:
+            page.unlink()
     paths = []
     for path in chapters():
         nb, lacking = chinese_notebook(path)

@@ -3,6 +3,7 @@
 import ast
 import json
 import pathlib
+import posixpath
 import re
 import tomllib
 
@@ -213,11 +214,12 @@ def _toc_files(root) -> set[str]:
 
 
 def _markdown_of_the_book(root) -> list[tuple[str, str]]:
-    """(where, text) for every markdown cell of book/*.ipynb and every book/*.md."""
+    """(where, text) for every markdown cell of book/*.ipynb and every book/*.md and book/api/*.md
+    (where: the file's path under book/)."""
     out = []
-    for path in sorted((root / "book").glob("*")):
+    for path in sorted([*(root / "book").glob("*"), *(root / "book" / "api").glob("*.md")]):
         if path.suffix == ".md":
-            out.append((path.name, path.read_text()))
+            out.append((path.relative_to(root / "book").as_posix(), path.read_text()))
         elif path.suffix == ".ipynb":
             nb = json.loads(path.read_text())
             out += [(f"{path.name}, cell {i}", "".join(c["source"])) for i, c in enumerate(nb["cells"])
@@ -259,7 +261,9 @@ def test_every_doc_link_points_to_a_file_in_the_toc(root):
     for where, text in _markdown_of_the_book(root):
         for target in DOC_ROLE.findall(text):
             resolved = target.strip()
-            resolved = resolved.lstrip("/") if resolved.startswith("/") else f"book/{resolved}"
+            folder = posixpath.dirname(where.split(",")[0])  # a page under book/api/ links ../<chapter>
+            resolved = resolved.lstrip("/") if resolved.startswith("/") else posixpath.normpath(
+                posixpath.join("book", folder, resolved))
             assert resolved in toc, f"{where}: {{doc}}`{target}` is not in _toc.yml"
 
 
