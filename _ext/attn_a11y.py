@@ -19,6 +19,9 @@ Each fix changes markup that another package writes, in the written page, at ``b
    they were when the chapter was executed (``_esm``, ``_css``); the page's copy is replaced by the
    current files (``attn.book.widgets``), so a fix to an explorer reaches the book without
    re-executing every chapter. Only models whose ``_anywidget_id`` names one of the book's explorers.
+5. The theme's toggle of a table-of-contents entry with pages under it (the API reference's), a
+   ``<summary>`` holding only an icon (``role="presentation"``), has no name (summary-name, serious):
+   it is named after the entry, in the edition's language (TOGGLE_NAME).
 
 The theme's search field is fixed in its template (``_templates/search-button-field.html``).
 """
@@ -28,16 +31,30 @@ from __future__ import annotations
 import json
 import pathlib
 import re
+from html import escape, unescape
 
 _SUMMARY = re.compile(r'<summary aria-label="Toggle hidden content">')
 _BIBLIOENTRY = re.compile(r'(<div class="citation" id="[^"]*" role=")doc-biblioentry(")')
 _TABLE = re.compile(r'<table class="attn-table">.*?</table>', re.S)
 _STATE = re.compile(r'(<script type="application/vnd\.jupyter\.widget-state\+json">)(.*?)(</script>)', re.S)
 EXPLORERS = "attn.book.widgets."
+# the entry's link, then the theme's fold of the pages under it, whose summary holds only the icon
+_TOC_TOGGLE = re.compile(r'(<a class="reference internal" href="[^"]*">((?:(?!</a>).)*)</a>\s*<details>\s*)'
+                         r'<summary>(?=\s*<span class="toctree-toggle")', re.S)
+TOGGLE_NAME = {"en": "Pages of {title}", "zh": "{title}的各页"}
 
 
 def name_folds_by_their_text(html: str) -> str:
     return _SUMMARY.sub("<summary>", html)
+
+
+def name_toc_toggles(html: str, lang: str = "en") -> str:
+    """Each table-of-contents fold named after its entry (see 5. above)."""
+    def named(m: re.Match) -> str:
+        title = " ".join(unescape(re.sub(r"<[^>]+>", "", m.group(2))).split())
+        return m.group(1) + f'<summary aria-label="{escape(TOGGLE_NAME[lang].format(title=title))}">'
+
+    return _TOC_TOGGLE.sub(named, html)
 
 
 def list_items_for_citations(html: str) -> str:
@@ -84,8 +101,8 @@ def current_front_ends(html: str) -> str:
     return html[:m.start(2)] + sanitize_script_content(json.dumps(state)) + html[m.end(2):]
 
 
-def fix_page(html: str) -> str:
-    html = name_folds_by_their_text(html)
+def fix_page(html: str, lang: str = "en") -> str:
+    html = name_toc_toggles(name_folds_by_their_text(html), lang)
     html = list_items_for_citations(html)
     if 'class="attn-table"' in html:
         html = _TABLE.sub(lambda m: table_headers(m.group(0)), html)
@@ -95,11 +112,12 @@ def fix_page(html: str) -> str:
 def fix_pages(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
+    lang = "zh" if str(app.config.language or "").startswith("zh") else "en"
     for path in pathlib.Path(app.outdir).rglob("*.html"):
         if "_static" in path.parts:
             continue
         html = path.read_text(encoding="utf-8")
-        fixed = fix_page(html)
+        fixed = fix_page(html, lang)
         if fixed != html:
             path.write_text(fixed, encoding="utf-8")
 

@@ -29,6 +29,18 @@ def test_a_code_cell_fold_is_named_by_the_text_it_shows():
     assert "aria-label" not in fixed and "<summary>\n<p" in fixed and "Show code cell source" in fixed
 
 
+def test_a_table_of_contents_fold_is_named_after_its_entry():
+    toggle = '<details><summary><span class="toctree-toggle" role="presentation"><i class="x"></i></span></summary>'
+    html = ('<li class="toctree-l1"><a class="reference internal" href="glossary.html">Glossary</a></li>'
+            '<li class="toctree-l1 has-children"><a class="reference internal" href="api.html">API: the '
+            f'<code class="docutils literal">attn</code> &amp; co</a>{toggle}<ul></ul></details></li>')
+    fixed = attn_a11y.fix_page(html)
+    assert fixed.count("<summary") == 1 and '<summary aria-label="Pages of API: the attn &amp; co">' in fixed
+    assert fixed.replace(' aria-label="Pages of API: the attn &amp; co"', "") == html, "nothing else changes"
+    assert '<summary aria-label="API: the attn &amp; co的各页">' in attn_a11y.fix_page(html, "zh")
+    assert attn_a11y.fix_page(html.replace(toggle, "")) == html.replace(toggle, ""), "no fold, no change"
+
+
 def test_the_references_are_a_list_of_list_items():
     html = ('<div role="list" class="citation-list">\n<div class="citation" id="id41" role="doc-biblioentry">\n'
             '<span class="label">[A23]</span><p>A. Paper.</p></div></div>')
