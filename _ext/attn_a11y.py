@@ -39,7 +39,7 @@ _TABLE = re.compile(r'<table class="attn-table">.*?</table>', re.S)
 _STATE = re.compile(r'(<script type="application/vnd\.jupyter\.widget-state\+json">)(.*?)(</script>)', re.S)
 EXPLORERS = "attn.book.widgets."
 # the entry's link, then the theme's fold of the pages under it, whose summary holds only the icon
-_TOC_TOGGLE = re.compile(r'(<a class="reference internal" href="[^"]*">((?:(?!</a>).)*)</a>\s*<details>\s*)'
+_TOC_TOGGLE = re.compile(r'(<a class="(?:current )?reference internal" href="[^"]*">((?:(?!</a>).)*)</a>\s*<details(?:\s[^>]*)?>\s*)'
                          r'<summary>(?=\s*<span class="toctree-toggle")', re.S)
 TOGGLE_NAME = {"en": "Pages of {title}", "zh": "{title}的各页"}
 

@@ -39,6 +39,10 @@ def test_a_table_of_contents_fold_is_named_after_its_entry():
     assert fixed.replace(' aria-label="Pages of API: the attn &amp; co"', "") == html, "nothing else changes"
     assert '<summary aria-label="API: the attn &amp; co的各页">' in attn_a11y.fix_page(html, "zh")
     assert attn_a11y.fix_page(html.replace(toggle, "")) == html.replace(toggle, ""), "no fold, no change"
+    opened = html.replace("<details>", '<details open="open">')  # on a page under the entry
+    assert '<summary aria-label="Pages of API: the attn &amp; co">' in attn_a11y.fix_page(opened)
+    own = opened.replace('class="reference internal" href="api.html"', 'class="current reference internal" href="#"')
+    assert '<summary aria-label="Pages of API: the attn &amp; co">' in attn_a11y.fix_page(own), "on the entry's own page"
 
 
 def test_the_references_are_a_list_of_list_items():
