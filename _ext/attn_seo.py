@@ -18,7 +18,9 @@
 
 4. Figures: every ``<img>`` carries its display size (``width``/``height``: the browser keeps the box before
    the file arrives, no layout shift), ``decoding="async"``, and loads lazily unless it is the article's
-   first image (it may be what the reader sees first, the page's largest paint). Each figure drawn at twice
+   first image with less than a phone's screen of text before it (FIRST_SCREEN_CHARS: it may be what the
+   reader sees first, the page's largest paint; further down, fetched at once it would only compete with
+   what the first screen needs: zh causal_attention's first figure, 42 kB after 4,700 characters). Each figure drawn at twice
    its display size (attn.book.viz.png_2x) is also written at the sizes a screen needs (FIGURE_SIZES,
    Pillow) and offered with ``srcset``/``sizes``: a phone at 2 device pixels per CSS pixel gets twice the
    width it shows the figure at, which on a phone is its readable width (``data-min-width``,
@@ -298,15 +300,26 @@ def size_images(html: str, page: pathlib.Path, readable_below: float, cache: dic
             tag = _set(tag, "style", (style.rstrip("; ") + "; width: auto").lstrip("; "))
         tag = _set(tag, "decoding", "async")
         in_article = article >= 0 and m.start() > article
-        if in_article and first[0]:
-            first[0] = False  # may be the largest thing on the first screen: fetched at once
-        else:
+        eager = in_article and first[0] and len(_text(html[article:m.start()])) < FIRST_SCREEN_CHARS
+        first[0] = first[0] and not in_article
+        if not eager:  # else: may be the largest thing on the first screen, fetched at once
             tag = _set(tag, "loading", "lazy")
         if twice and shown and path.suffix.lower() == ".png":
             tag = _add_srcset(tag, src, path, round(width), int(fw), _attr(tag, "data-min-width"), readable_below)
         return tag
 
     return _IMG_TAG.sub(one, html)
+
+
+# About the text of a phone's first screen (412 x 823 CSS px: ~30 lines of ~45 Latin letters, fewer but
+# wider Chinese characters): an image after more than this much text is below it.
+FIRST_SCREEN_CHARS = 600
+
+
+def _text(html: str) -> str:
+    """The text an HTML fragment shows (scripts, styles and tags dropped, white space collapsed)."""
+    html = re.sub(r"<(script|style)\b.*?</\1>", "", html, flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html))
 
 
 def _add_srcset(tag, src, path, width, file_width, min_width, readable_below) -> str:

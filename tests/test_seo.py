@@ -129,6 +129,17 @@ def _attrs(tag: str) -> dict[str, str]:
     return {k: unescape(v) for k, v in re.findall(r'\s([a-z-]+)="([^"]*)"', tag)}
 
 
+def test_only_an_image_on_the_first_screen_is_fetched_at_once(tmp_path):
+    png = tmp_path / "f.png"
+    Image.new("RGB", (40, 20)).save(png)
+    near = "<p>" + "word " * 20 + "</p>"
+    far = "<p>" + "word " * (attn_seo.FIRST_SCREEN_CHARS // 5 + 1) + "</p>"
+    for before, eager in [(near, True), (far, False)]:
+        html = f'<img src="f.png"><article>{before}<img src="f.png"><p>x</p><img src="f.png"></article>'
+        tags = re.findall(r"<img\b[^>]*>", attn_seo.size_images(html, tmp_path / "p.html", 0, {}))
+        assert ['loading="lazy"' in t for t in tags] == [True, not eager, True], (eager, tags)
+
+
 def test_every_image_carries_its_size_loads_lazily_below_the_first_figure_and_comes_in_smaller_sizes(built_site):
     variants = 0
     for page in _pages(built_site):
@@ -142,11 +153,11 @@ def test_every_image_carries_its_size_loads_lazily_below_the_first_figure_and_co
             assert "width" in a and "height" in a, f"{rel}: {a['src']} has no size"
             assert a.get("decoding") == "async", f"{rel}: {a['src']}"
             in_article = 0 <= article < m.start()
-            if in_article and first:
+            if in_article and first and len(attn_seo._text(text[article:m.start()])) < attn_seo.FIRST_SCREEN_CHARS:
                 assert "loading" not in a, f"{rel}: the article's first image ({a['src']}) must load at once"
-                first = False
             else:
                 assert a.get("loading") == "lazy", f"{rel}: {a['src']} does not load lazily"
+            first = first and not in_article
             if src.suffix != ".png":
                 continue
             with Image.open(src) as img:
