@@ -26,9 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CHROMIUM = os.environ.get("ATTN_CHROMIUM", "/usr/bin/chromium")
 # One page of each type: the landing page (index.html only redirects to it), a chapter with maths and
-# figures, the explorers, the references, the glossary, the API reference (its heaviest page, and its
-# overview while tests/test_lighthouse.py's SHORT_TODAY names it: one autodoc page of the whole package
-# until it was split), a Chinese chapter, search.
+# figures, the explorers, the references, the glossary, the API reference (its overview and its heaviest
+# page), a Chinese chapter, search.
 SAMPLE = [
     "book/intro.html", "book/self_attention.html", "book/explorers.html",
     "book/references.html", "book/glossary.html", "book/api/positional.html", "book/api.html",

@@ -66,23 +66,17 @@ def test_pages_load_one_bundled_style_sheet_and_no_parser_blocking_script(site):
 
 
 # Pages of the sample still short of the issue's performance bounds (issue 34 stays open for them),
-# measured alone on a quiet 2-core build machine with this file's settings (2026-12-04): what stops
-# each one, and the floor it must not fall below (about 15 points / 30% of slack under what was
-# measured, for Lighthouse's run-to-run spread). Accessibility, best practices and SEO have no
+# measured alone on a quiet 2-core build machine with this file's settings (2026-12-04, after the style
+# bundle's unused rules were left out): what stops each one, and the floor it must not fall below (some
+# 15 points / 30% of slack under what was measured, for Lighthouse's run-to-run spread). Accessibility, best practices and SEO have no
 # exception: 100 on every page. A page that meets every bound is reported, to be taken off the list.
 SHORT_TODAY: dict[str, tuple[str, dict]] = {
-    "book/api.html": ("28,500 elements (every object of the package on one autodoc page): style and layout "
-                      "make a 1.4 s TBT; measured perf 68, LCP 2.86 s; the page needs splitting by module",
-                      {"performance": 50, "LCP_ms": 4000, "TBT_ms": 2500}),
-    "book/self_attention.html": ("LCP 3.16 s (perf 89): the one 90 kB (gzip) render-blocking style sheet, most "
-                                 "of it the theme's, then 44 kB of HTML with 7,250 elements (maths and code)",
-                                 {"performance": 75, "LCP_ms": 4000, "TBT_ms": 500}),
-    "zh/book/causal_attention.html": ("LCP 2.86 s, TBT 276 ms (perf 88): as self_attention, with 6,050 elements",
-                                      {"performance": 75, "LCP_ms": 4000, "TBT_ms": 600}),
-    "book/explorers.html": ("LCP 2.56 s (perf 96): the style sheet as above; the explorers draw after first paint",
-                            {"performance": 80, "LCP_ms": 3500, "TBT_ms": 400}),
-    "book/glossary.html": ("LCP 2.56 s (perf 95): the style sheet as above",
-                           {"performance": 80, "LCP_ms": 3500, "TBT_ms": 400}),
+    "zh/book/causal_attention.html": (
+        "LCP 2.56-3.03 s over four runs (perf 92-95, TBT 80-129 ms): the same requests as the English chapter "
+        "(1.98-2.67 s), but the Chinese pages paint later under the 4x CPU slowdown (zh/book/api/positional: first "
+        "paint observed at 1,292 ms against the English page's 287 ms, same requests and main-thread work); "
+        "the cause is not established (the system CJK font's first use is one suspect)",
+        {"performance": 80, "LCP_ms": 3600, "TBT_ms": 400}),
 }
 
 

@@ -17,8 +17,10 @@ from scripts.zh_english import BOUND, count, english_words, share
 # little above their share measured on 2026-12-04, so that the test fails if they get worse. A page
 # under the bound is reported, to be taken off the list.
 ABOVE_TODAY: dict[str, tuple[str, float]] = {
-    "zh/book/api.html": ("the API reference is the package's docstrings (autodoc), all in English: "
-                         "measured 91.4% (22,150 English words, 3,134 Chinese characters)", 0.93),
+    f"zh/book/api/{page.stem}.html": (
+        "an API reference page is the package's docstrings (autodoc), all in English around its Chinese "
+        "title and introduction: 70.0-88.0% English measured on its 13 pages", 0.90)
+    for page in (ROOT / "book" / "api").glob("*.md")
 }
 
 
