@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import traitlets as t
 
-from attn import _locale
+from attn._locale import LANGUAGES, language
 
 HERE = pathlib.Path(__file__).parent
 CSS = HERE / "widgets.css"
@@ -56,15 +56,15 @@ class Lang(t.Unicode):
     ``ATTN_LANG``). On the static site the page's own language wins (``static_runtime.js``)."""
 
     default_value = t.Undefined  # no fixed default: make_dynamic_default, at each explorer made
-    info_text = f"one of {list(_locale.LANGUAGES)}"
+    info_text = f"one of {list(LANGUAGES)}"
 
     def make_dynamic_default(self) -> str:
-        return _locale.language()
+        return language()
 
     def validate(self, obj, value):
         value = super().validate(obj, value)
-        if value not in _locale.LANGUAGES:
-            raise ValueError(f"lang must be one of {list(_locale.LANGUAGES)}, got {value!r}")
+        if value not in LANGUAGES:
+            raise ValueError(f"lang must be one of {list(LANGUAGES)}, got {value!r}")
         return value
 
 
