@@ -77,6 +77,11 @@ SHORT_TODAY: dict[str, tuple[str, dict]] = {
         "paint observed at 1,292 ms against the English page's 287 ms, same requests and main-thread work); "
         "the cause is not established (the system CJK font's first use is one suspect)",
         {"performance": 80, "LCP_ms": 3600, "TBT_ms": 400}),
+    "book/api/positional.html": (
+        "LCP in two modes over eight runs on this machine: 1.96-2.11 s (perf 98-99) or 2.71-2.78 s (perf 93), "
+        "median 2.71 s in the last clean-clone CI; TBT 0-27 ms; 3,929 elements (the heaviest API page), 255 kB; "
+        "what switches the mode is not established",
+        {"performance": 80, "LCP_ms": 3600, "TBT_ms": 400}),
 }
 
 
