@@ -42,15 +42,14 @@ def repository() -> tuple[str, str]:
     return repo["url"].rstrip("/"), repo.get("branch", "main")
 
 
-def chapters() -> list[pathlib.Path]:
-    """Every notebook listed in _toc.yml, in order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+def toc_files() -> list[str]:
+    """Every page _toc.yml lists (its root, then each file), in order, as written there ("book/intro")."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     files: list[str] = []
 
     def walk(node):
         if isinstance(node, dict):
-            if "file" in node:
-                files.append(node["file"])
+            files.extend(node[k] for k in ("root", "file") if k in node)
             for v in node.values():
                 walk(v)
         elif isinstance(node, list):
@@ -58,7 +57,12 @@ def chapters() -> list[pathlib.Path]:
                 walk(v)
 
     walk(toc)
-    return [ROOT / f"{f}.ipynb" for f in files if (ROOT / f"{f}.ipynb").exists()]
+    return files
+
+
+def chapters() -> list[pathlib.Path]:
+    """Every notebook listed in _toc.yml, in order."""
+    return [ROOT / f"{f}.ipynb" for f in toc_files() if (ROOT / f"{f}.ipynb").exists()]
 
 
 def setup_cell_source() -> str:

@@ -225,6 +225,65 @@ def browser():
         b.close()
 
 
+def widget_page_html(widgets, lang: str | None = None) -> str:
+    """A page as myst-nb writes one: the widgets' saved state, a view tag per widget, the site's runtime
+    (served as /runtime.js); ``lang`` is the page's ``<html lang>`` (none when None)."""
+    import json
+
+    state = {}
+    for n, w in enumerate(widgets):
+        st = w.get_state()
+        state[f"w{n}"] = {"model_module": "anywidget", "model_name": "AnyModel",
+                          "state": {k: v for k, v in st.items() if k not in ("layout", "tabbable", "tooltip")}}
+    views = "".join(f'<div class="cell"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "w{n}"}}'
+                    "</script></div>" for n in range(len(widgets)))
+    saved = json.dumps({"state": state}).replace("</", "<\\/")
+    html_lang = f' lang="{lang}"' if lang else ""
+    return (f'<!doctype html><html{html_lang}><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+            f'<script type="application/vnd.jupyter.widget-state+json">{saved}'
+            '</script><script type="module" src="/runtime.js"></script></head>'
+            f'<body style="margin:0 8px">{views}</body></html>')
+
+
+@pytest.fixture
+def widget_page(browser):
+    """open(widgets, lang=None, width=1000) -> a page showing the explorers through the site's runtime
+    (src/attn/book/widgets/static_runtime.js), as widget_page_html writes it; every page must end with
+    no page or console error and no request other than the page and the runtime."""
+    runtime = (ROOT / "src" / "attn" / "book" / "widgets" / "static_runtime.js").read_text()
+    opened = []
+
+    def open_(widgets, lang=None, width=1000):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        page.errors, page.offhost = [], []
+        page.on("console", lambda m: m.type in ("error", "warning") and page.errors.append(m.text))
+        page.on("pageerror", lambda e: page.errors.append(f"pageerror: {e}"))
+        html = widget_page_html(widgets, lang)
+
+        def serve(route):
+            url = route.request.url
+            if url == "http://attn.test/page.html":
+                route.fulfill(body=html, content_type="text/html")
+            elif url == "http://attn.test/runtime.js":
+                route.fulfill(body=runtime, content_type="text/javascript")
+            else:
+                page.offhost.append(url)
+                route.abort()
+
+        page.route("**/*", serve)
+        page.goto("http://attn.test/page.html")
+        page.wait_for_function("() => window.attnWidgets !== undefined", timeout=30_000)
+        opened.append((context, page))
+        return page
+
+    yield open_
+    for context, page in opened:
+        errors, offhost = page.errors, page.offhost
+        context.close()
+        assert errors == [] and offhost == [], (errors, offhost)
+
+
 class PageWatch:
     """A page whose off-host requests are recorded (they fail: CHROMIUM_ARGS lets no other host name
     resolve), with console errors (and, apart, console warnings) collected.

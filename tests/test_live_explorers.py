@@ -229,60 +229,10 @@ def test_js_online_softmax_steps_equal_attn_for_many_inputs():
 
 
 # --------------------------------------------------------------------------- Chromium: as the site serves them
-RUNTIME = WIDGETS / "static_runtime.js"
-
-
-def _site_page(widgets) -> str:
-    """A page as myst-nb writes one: the widgets' saved state, a view tag per widget, the site's runtime."""
-    state = {}
-    for n, w in enumerate(widgets):
-        st = w.get_state()
-        state[f"w{n}"] = {"model_module": "anywidget", "model_name": "AnyModel",
-                          "state": {k: v for k, v in st.items() if k not in ("layout", "tabbable", "tooltip")}}
-    views = "".join(f'<div class="cell"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "w{n}"}}'
-                    "</script></div>" for n in range(len(widgets)))
-    saved = json.dumps({"state": state}).replace("</", "<\\/")
-    return ('<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
-            f'<script type="application/vnd.jupyter.widget-state+json">{saved}'
-            '</script><script type="module" src="/runtime.js"></script></head>'
-            f'<body style="margin:0 8px">{views}</body></html>')
-
-
 @pytest.fixture
-def site(browser):
-    """open(*widgets, width=...) -> a page showing them through static_runtime.js; every page must end
-    with no page or console error and no request other than the page and the runtime."""
-    opened = []
-
-    def open_(*widgets, width=1000):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        page.errors, page.offhost = [], []
-        page.on("console", lambda m: m.type in ("error", "warning") and page.errors.append(m.text))
-        page.on("pageerror", lambda e: page.errors.append(f"pageerror: {e}"))
-        html, runtime = _site_page(widgets), RUNTIME.read_text()
-
-        def serve(route):
-            url = route.request.url
-            if url == "http://attn.test/page.html":
-                route.fulfill(body=html, content_type="text/html")
-            elif url == "http://attn.test/runtime.js":
-                route.fulfill(body=runtime, content_type="text/javascript")
-            else:
-                page.offhost.append(url)
-                route.abort()
-
-        page.route("**/*", serve)
-        page.goto("http://attn.test/page.html")
-        page.wait_for_function("() => window.attnWidgets !== undefined", timeout=15_000)
-        opened.append((context, page))
-        return page
-
-    yield open_
-    for context, page in opened:
-        errors, offhost = page.errors, page.offhost
-        context.close()
-        assert errors == [] and offhost == [], (errors, offhost)
+def site(widget_page):
+    """open(*widgets, width=...) -> a page showing them through static_runtime.js (conftest's widget_page)."""
+    return lambda *widgets, width=1000: widget_page(widgets, width=width)
 
 
 def shown(page, name: str, root=".attn-worked") -> torch.Tensor:

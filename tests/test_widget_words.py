@@ -168,63 +168,15 @@ def test_the_language_switchs_tooltip_is_in_the_pages_language_and_its_label_in_
 
 
 # --------------------------------------------------------------------------- Chromium
-RUNTIME = WIDGETS / "static_runtime.js"
 # Latin words a Chinese explorer may show: names and notation (the book's Chinese chapters keep them too)
 KEPT = {"softmax", "True", "False", "NaN", "BigBird", "Longformer", "PNG", "SVG", "Python", "KV", "PE", "W_Q", "W_K", "W_V",
         "inf", "Enter"}  # and a key's name
 
 
-def _page(widgets, lang: str | None) -> str:
-    state = {}
-    for n, w in enumerate(widgets):
-        st = w.get_state()
-        state[f"w{n}"] = {"model_module": "anywidget", "model_name": "AnyModel",
-                          "state": {k: v for k, v in st.items() if k not in ("layout", "tabbable", "tooltip")}}
-    views = "".join(f'<div class="cell"><script type="application/vnd.jupyter.widget-view+json">{{"model_id": "w{n}"}}'
-                    "</script></div>" for n in range(len(widgets)))
-    saved = json.dumps({"state": state}).replace("</", "<\\/")
-    html_lang = f' lang="{lang}"' if lang else ""
-    return (f'<!doctype html><html{html_lang}><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
-            f'<script type="application/vnd.jupyter.widget-state+json">{saved}'
-            '</script><script type="module" src="/runtime.js"></script></head>'
-            f'<body style="margin:0 8px">{views}</body></html>')
-
-
 @pytest.fixture
-def site(browser):
-    """open(widgets, lang, width) -> a page of the static site's runtime showing them; every page must end
-    with no page or console error and no request to another host."""
-    opened = []
-
-    def open_(widgets, lang, width=1000):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        page.errors, page.offhost = [], []
-        page.on("console", lambda m: m.type in ("error", "warning") and page.errors.append(m.text))
-        page.on("pageerror", lambda e: page.errors.append(f"pageerror: {e}"))
-        html, runtime = _page(widgets, lang), RUNTIME.read_text()
-
-        def serve(route):
-            url = route.request.url
-            if url == "http://attn.test/page.html":
-                route.fulfill(body=html, content_type="text/html")
-            elif url == "http://attn.test/runtime.js":
-                route.fulfill(body=runtime, content_type="text/javascript")
-            else:
-                page.offhost.append(url)
-                route.abort()
-
-        page.route("**/*", serve)
-        page.goto("http://attn.test/page.html")
-        page.wait_for_function("() => window.attnWidgets !== undefined", timeout=30_000)
-        opened.append((context, page))
-        return page
-
-    yield open_
-    for context, page in opened:
-        errors, offhost = page.errors, page.offhost
-        context.close()
-        assert errors == [] and offhost == [], (errors, offhost)
+def site(widget_page):
+    """open(widgets, lang, width) -> a page of the static site's runtime showing them (conftest's widget_page)."""
+    return widget_page
 
 
 def _explorers(lang="en"):
