@@ -36,15 +36,18 @@ for JSON and JavaScript readers (``<\\/`` and ``\\u003c!--`` decode to the same 
    element, closed until the reader opens it. The reader editions keep such a section whole.
 
 9. The API reference names a class's public ancestors in its "Bases" line: a private base shared
-   inside a module (``attn.variants._Family``) is replaced by its own bases.
+   inside a module (``attn.variants._Family``) is replaced by its own bases; and it leaves out a method
+   whose only docstring is another library's (a ``forward`` would show PyTorch's boilerplate).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import pathlib
 import re
 import shutil
+import sys
 
 from docutils import nodes
 
@@ -436,7 +439,32 @@ def public_bases(app, name, obj, options, bases) -> None:  # noqa: ARG001  (Sphi
             i += 1
 
 
+def inherits_foreign_docstring(obj) -> bool:
+    """Whether ``obj``, a method of one of the package's classes without a docstring of its own, would show
+    the docstring of a method of another library's class it overrides (every ``forward`` would read
+    PyTorch's "Define the computation performed at every call. Should be overridden by all subclasses")."""
+    if not inspect.isfunction(obj) or obj.__doc__ is not None or "." not in obj.__qualname__:
+        return False
+    owner = sys.modules.get(obj.__module__)
+    for part in obj.__qualname__.split(".")[:-1]:
+        owner = getattr(owner, part, None)
+    if not inspect.isclass(owner):
+        return False
+    for cls in owner.__mro__[1:]:
+        doc = getattr(cls.__dict__.get(obj.__name__), "__doc__", None)
+        if doc:
+            return not cls.__module__.startswith("attn")
+    return False
+
+
+def skip_foreign_docstrings(app, what, name, obj, skip, options):  # noqa: ARG001  (Sphinx's signature)
+    """``autodoc-skip-member``: leave out a method whose only docstring is another library's
+    (:func:`inherits_foreign_docstring`); the class's own docstring says what its call does."""
+    return True if inherits_foreign_docstring(obj) else None
+
+
 def setup(app):
+    app.connect("autodoc-skip-member", skip_foreign_docstrings)
     app.add_node(folded_section, html=(visit_folded_section, depart_folded_section))
     app.connect("doctree-read", fold_optional_sections)
     app.connect("autodoc-process-bases", public_bases)
@@ -462,8 +490,9 @@ def setup(app):
     # Issue 34 (a fast, accessible, printable site), one module each: maths typeset at build time,
     # accessibility fixes to the theme's and myst-nb's markup, SEO (descriptions, hreflang, sitemap,
     # figures), the page's loading, print and PDF.
-    # Issue 35: the Chinese edition shows the package's source with its comments in Chinese.
+    # Issue 35: the Chinese edition shows the package's source with its comments in Chinese, and its
+    # API reference with the docstrings in Chinese.
     for name in ("attn_maths", "attn_a11y", "attn_seo", "attn_perf", "attn_print", "attn_widget_state",
-                 "attn_source_comments"):
+                 "attn_source_comments", "attn_docstrings"):
         app.setup_extension(name)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -6,6 +6,7 @@
     python -m scripts.zh stale                   # the units whose English changed after they were translated
     python -m scripts.zh diff CHAPTER UNIT       # how the English of one unit changed since its translation
     python -m scripts.zh figures [CHAPTER ...]   # draw the chapters' figures in Chinese (scripts/zh_figures.py)
+    python -m scripts.zh docstrings              # add the API reference's untranslated docstrings (scripts/zh_docstrings.py)
 
 The translations live in ``i18n/zh/``:
 
@@ -16,6 +17,8 @@ The translations live in ``i18n/zh/``:
 - ``pages/<page>.md``: the Chinese text of the Markdown pages (every ``.md`` file of _toc.yml: intro,
   glossary, the API reference and its pages under ``api/``, references; ``markdown_pages``), whose
   first line ``<!-- page NAME en:HASH -->`` does the same for the English page.
+- ``docstrings/<module>.md``: the docstrings the API reference shows, a unit per documented object
+  (``<!-- doc NAME en:HASH -->``), applied by ``_ext/attn_docstrings.py`` (scripts/zh_docstrings.py).
 - ``strings.yml``: the book's title, the table of contents' part captions, the footer and the
   language switch.
 
@@ -48,7 +51,7 @@ import tokenize
 
 import yaml
 
-from scripts import zh_figures
+from scripts import zh_docstrings, zh_figures
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 I18N = ROOT / "i18n" / "zh"
@@ -60,21 +63,9 @@ MARKER = re.compile(r"^<!-- (cell|caption|alt|code|page) ([A-Za-z0-9_./-]+) en:(
 def markdown_pages() -> tuple[str, ...]:
     """The book's Markdown pages, in the order of _toc.yml, named from book/ ("intro", "api",
     "api/maths", ...): each has its Chinese text in i18n/zh/pages/<name>.md."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files: list[str] = []
+    from scripts.notebooks import toc_files
 
-    def walk(node) -> None:
-        if isinstance(node, dict):
-            files.extend([node["root"]] if "root" in node else [])
-            files.extend([node["file"]] if "file" in node else [])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(toc)
-    return tuple(f.removeprefix("book/") for f in files if (ROOT / f"{f}.md").exists())
+    return tuple(f.removeprefix("book/") for f in toc_files() if (ROOT / f"{f}.md").exists())
 
 
 PAGES = markdown_pages()
@@ -509,6 +500,7 @@ def problems() -> dict[str, dict[str, list[str]]]:
             out[p.stem]["terms"] = terms
         glossed |= {zh for forms, zh in glossary_terms() if zh in CORE_TERMS and any(_uses(english, f) for f in forms)}
     out.update({f"pages/{n}": page_problems(n) for n in PAGES})
+    out["docstrings"] = zh_docstrings.problems()
     return {k: v for k, v in out.items() if v}
 
 
@@ -778,6 +770,9 @@ def config() -> dict:
     c["html_context"] = {**en["sphinx"]["config"].get("html_context", {}), "attn_copyright": s["copyright"]}
     # the comments of the package's source shown with {literalinclude} (_ext/attn_source_comments.py)
     c["attn_source_comments"] = "../i18n/zh/source_comments.yml"
+    # the docstrings of the API reference (_ext/attn_docstrings.py); napoleon reads 形状 as it reads Shape
+    c["attn_docstrings"] = "../i18n/zh/docstrings"
+    c["napoleon_custom_sections"] = [*en["sphinx"]["config"]["napoleon_custom_sections"], "形状"]
     return cfg
 
 
@@ -836,11 +831,13 @@ def build() -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"skeleton", "build", "check", "stale", "diff", "figures"}:
+    if not argv or argv[0] not in {"skeleton", "build", "check", "stale", "diff", "figures", "docstrings"}:
         print(__doc__)
         return 2
     if argv[0] == "figures":
         return zh_figures.main(argv[1:])
+    if argv[0] == "docstrings":
+        return zh_docstrings.main(argv[1:])
     if argv[0] == "skeleton":
         skeleton(argv[1:])
     elif argv[0] == "build":
