@@ -66,8 +66,27 @@ def translate(units: dict[str, tuple[str, str]], name: str, lines: list[str]) ->
     want, chinese = units[name]
     if want != english_hash(english):
         return "stale"
-    lines[:] = [*chinese.split("\n"), ""]
+    lines[:] = [*join_cjk_lines(chinese.split("\n")), ""]
     return "translated"
+
+
+_CJK = "\u3000-\u303f\u4e00-\u9fff\uff01-\uff5e"
+_ARGUMENT = re.compile(r"^\s*\*{0,2}[A-Za-z_][\w, ]*(?: \([^)]*\))?\s*:\s")  # "q: ...", "d_model (int): ..."
+
+
+def join_cjk_lines(lines: list[str]) -> list[str]:
+    """A line break between two Chinese characters is a space to a browser: join such lines of one
+    paragraph (the same indentation, or an argument's description continued under it)."""
+    out: list[str] = []
+    for line in lines:
+        prev = out[-1] if out else ""
+        indent, prev_indent = len(line) - len(line.lstrip()), len(prev) - len(prev.lstrip())
+        same = indent == prev_indent or (indent > prev_indent and _ARGUMENT.match(prev))
+        if out and same and re.search(f"[{_CJK}]$", prev) and re.match(f"[{_CJK}]", line.lstrip()):
+            out[-1] = prev + line.lstrip()
+        else:
+            out.append(line)
+    return out
 
 
 def _table(app) -> dict[str, tuple[str, str]]:

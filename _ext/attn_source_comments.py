@@ -1,6 +1,7 @@
-"""The comments of the package's source, in the Chinese edition (issue 35): the chapters show parts of
-``src/attn`` with ``{literalinclude}``, and the Chinese pages show the same code with its comments in
-Chinese, from one table, ``i18n/zh/source_comments.yml`` (English comment -> Chinese), which the Chinese
+"""The comments and docstrings of the package's source, in the Chinese edition (issue 35): the chapters show
+parts of ``src/attn`` with ``{literalinclude}``, and the Chinese pages show the same code with its docstrings
+in Chinese where the API reference has them (``i18n/zh/docstrings/``, _ext/attn_docstrings.py, found by the
+hash of the English) and its comments in Chinese, from one table, ``i18n/zh/source_comments.yml`` (English comment -> Chinese), which the Chinese
 edition's configuration names (``attn_source_comments``, written by ``python -m scripts.zh build``).
 
 Only comments change, found by Python's tokenizer (a ``#`` inside a string is code); the code itself
@@ -58,6 +59,48 @@ def translate_comments(code: str, table: dict[str, str]) -> str:
     return "\n".join(x for i, line in enumerate(lines) for x in new.get(i, [line]))
 
 
+def translate_docstrings(code: str, table: dict[str, str]) -> str:
+    """``code`` with each docstring whose English the table has (by its hash, ``attn_docstrings.english_hash``
+    of the cleaned docstring) in its translation, indented and quoted as the English one; [] of a fragment
+    that does not parse leaves it as it is."""
+    import ast
+    import inspect
+    import textwrap
+
+    lines = code.split("\n")
+    body = textwrap.dedent(code)
+    shift = len(lines[0]) - len(body.split("\n")[0])  # the indentation dedent removed
+    try:
+        tree = ast.parse(body)
+    except SyntaxError:
+        return code
+    new: dict[int, list[str]] = {}  # first line -> its replacement; the docstring's other lines -> []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or not node.body:
+            continue
+        first = node.body[0]
+        if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
+            continue
+        chinese = table.get(english_hash(inspect.cleandoc(first.value.value)))
+        start, end = first.lineno - 1, first.end_lineno - 1
+        opening = lines[start][first.col_offset + shift:]
+        if chinese is None or not opening.startswith('"""') or not lines[end].rstrip().endswith('"""'):
+            continue
+        indent = lines[start][: first.col_offset + shift]
+        text = chinese.strip().split("\n")
+        block = [f'{indent}"""{text[0]}', *(f"{indent}{t}" if t.strip() else "" for t in text[1:])]
+        block[-1] += '"""' if len(text) == 1 else f'\n{indent}"""'
+        new[start] = "\n".join(block).split("\n")
+        new.update({r: [] for r in range(start + 1, end + 1)})
+    return "\n".join(x for i, line in enumerate(lines) for x in new.get(i, [line]))
+
+
+def english_hash(text: str) -> str:
+    from attn_docstrings import english_hash as hashed
+
+    return hashed(text)
+
+
 def load(path: pathlib.Path) -> dict[str, str]:
     import yaml
 
@@ -72,11 +115,16 @@ def translate_included_source(app, doctree) -> None:
     if not name:
         return
     table = load(pathlib.Path(app.confdir, name))
+    docstrings = {}  # the hash of an English docstring -> its Chinese (_ext/attn_docstrings.py's units)
+    if app.config.attn_docstrings:
+        from attn_docstrings import load as load_docstrings
+
+        docstrings = {h: zh for h, zh in load_docstrings(pathlib.Path(app.confdir, app.config.attn_docstrings)).values()}
     for node in doctree.findall(nodes.literal_block):
         if not str(node.get("source", "")).endswith(".py"):
             continue
         code = node.astext()
-        new = translate_comments(code, table)
+        new = translate_docstrings(translate_comments(code, table), docstrings)
         if new != code:
             node.rawsource = new  # equal to the text: still highlighted as code (not a parsed-literal block)
             node.children = [nodes.Text(new)]

@@ -10,10 +10,10 @@ Chinese build and records what it showed, in ``attn-docstrings.json`` of the bui
 
 ``problems`` (part of ``python -m scripts.zh check``) needs no build: it finds each unit's object in the
 package, and reports a unit whose English changed (stale), a unit still in English (untranslated), a unit
-that names nothing the package documents, a translation whose reST differs from the English in what
-must not change: its ``literals``, roles and their targets, section headers (``Shape:`` may read ``形状:``)
-and the names of the arguments it describes (``invariant_differences``), and one that docutils cannot
-read cleanly once napoleon has turned it into reST (``rest_errors``).
+that names nothing the package documents, a translation whose structure differs from the English: its
+section headers (``Shape:`` may read ``形状:``) and the names of the arguments it describes
+(``invariant_differences``), and, read by docutils once napoleon has turned it into reST, its problems
+(``rest_errors``) and its code spans: ``literals``, roles and their targets, maths (``rendered_code``).
 """
 
 from __future__ import annotations
@@ -118,15 +118,12 @@ def english_docstring(name: str) -> str | None:
 # --- checks ---------------------------------------------------------------------------------------------
 
 def invariants(text: str) -> dict[str, list[str]]:
-    """What a translation must keep of a docstring's reST, each as a sorted list."""
-    no_roles = re.sub(r":[a-z:]+:`[^`]*`", " ", text)
+    """What a translation must keep of a docstring's structure, each as a sorted list: napoleon's section
+    headers and the names of the arguments described (its code spans: ``rendered_code``)."""
     sections = ["Shape" if s in ("Shapes", "形状") else s for s in SECTION.findall(text)]
-    args = re.findall(r"^\s+(\*{0,2}[A-Za-z_][A-Za-z0-9_]*)(?: \([^)]*\))?\s*[:：]", _section_body(text, ("Args", "Arguments",
-                                                                                                        "Parameters")), re.M)
-    return {"literals": sorted(re.findall(r"``[^`]+``", text)),
-            "roles": sorted(re.findall(r":[a-z:]+:`[^`]*`", text)),
-            "maths": sorted(re.findall(r"(?<!`)`[^`]+`(?!`)", re.sub(r"``[^`]+``", " ", no_roles))),
-            "sections": sorted(sections), "arguments": sorted(args)}
+    body = _section_body(text, ("Args", "Arguments", "Parameters"))
+    args = re.findall(r"^[ \t]+(\*{0,2}[A-Za-z_][A-Za-z0-9_]*)(?: \([^)]*\))?[ \t]*[:：]", body, re.M)
+    return {"sections": sorted(sections), "arguments": sorted(args)}
 
 
 def _section_body(text: str, names: tuple[str, ...]) -> str:
@@ -143,11 +140,10 @@ def invariant_differences(english: str, chinese: str) -> list[str]:
     return [f"{k}: English {en[k]} but Chinese {zh[k]}" for k in en if en[k] != zh[k]]
 
 
-def rest_errors(text: str) -> list[str]:
-    """The reST problems (docutils' warnings and errors) of a docstring as napoleon hands it to Sphinx;
-    Sphinx's own roles read as plain literals here (the build itself checks their targets)."""
+def _doctree(text: str):
+    """A docstring as docutils reads it once napoleon has turned it into reST; Sphinx's own roles read
+    as plain literals here (the build itself checks their targets)."""
     import docutils.core
-    import docutils.utils
     from docutils import nodes
     from docutils.parsers.rst import roles
     from sphinx.ext.napoleon import Config
@@ -157,8 +153,25 @@ def rest_errors(text: str) -> list[str]:
         roles.register_generic_role(role, nodes.literal)
     rst = str(GoogleDocstring(text.split("\n"), Config(napoleon_custom_sections=["Shape", "Shapes", "Example", "形状"])))
     settings = {"report_level": 2, "halt_level": 5, "warning_stream": False, "file_insertion_enabled": False}
-    doctree = docutils.core.publish_doctree(rst, settings_overrides=settings)
+    return docutils.core.publish_doctree(rst, settings_overrides=settings)
+
+
+def rest_errors(text: str) -> list[str]:
+    """The reST problems (docutils' warnings and errors) of a docstring as napoleon hands it to Sphinx."""
+    from docutils import nodes
+
+    doctree = _doctree(text)
     return [m.astext().replace("\n", " ")[:200] for m in doctree.findall(nodes.system_message) if m["level"] >= 2]
+
+
+def rendered_code(text: str) -> list[str]:
+    """The literals, roles and maths docutils finds in a docstring, as a sorted list: a ``literal`` that
+    touches a Chinese character (``x``的, 查询``q``) is not markup to docutils, and reads as backticks."""
+    from docutils import nodes
+
+    found = [n.astext() for n in _doctree(text).findall(lambda n: isinstance(n, (nodes.literal, nodes.math,
+                                                                                      nodes.math_block)))]
+    return sorted(found)
 
 
 def problems(modules: list[str] | None = None) -> dict[str, list[str]]:
@@ -179,6 +192,12 @@ def problems(modules: list[str] | None = None) -> dict[str, list[str]]:
             else:
                 found.setdefault("changed", []).extend(f"{name}: {d}" for d in invariant_differences(english, chinese))
                 found.setdefault("rest", []).extend(f"{name}: {e}" for e in rest_errors(chinese))
+                en, zh = rendered_code(english), rendered_code(chinese)
+                if en != zh:
+                    found.setdefault("rest", []).append(
+                        f"{name}: docutils reads other code spans than the English's: lost {sorted(set(en) - set(zh))[:3]}, "
+                        f"new {sorted(set(zh) - set(en))[:3]} (markup must touch a space or punctuation such as ，。）: "
+                        "write `` ``x``\\ （`` or ``的 ``x`` 的``)")
     return {k: v for k, v in found.items() if v}
 
 

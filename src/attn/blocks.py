@@ -46,7 +46,8 @@ def activation_function(activation: Activation) -> Callable[[torch.Tensor], torc
     Shape: the function acts elementwise, ``(..., d_ff)`` in, the same shape out.
 
     Raises:
-        ValueError: an unknown name. TypeError: neither a name nor a callable.
+        ValueError: an unknown name.
+        TypeError: neither a name nor a callable.
     """
     if isinstance(activation, str):
         if activation not in ACTIVATIONS:

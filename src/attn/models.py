@@ -58,8 +58,8 @@ class TokenModel(GenerationMixin, nn.Module):
     """Token ids ``(B, L)`` -> logits ``(B, L, vocab_size)``.
 
     Args:
-        vocab_size, d_model, num_heads, num_layers, d_ff (default ``4 * d_model``): sizes;
-            ``d_ff=0`` makes every layer an :class:`attn.blocks.AttentionOnlyLayer` (no feed-forward).
+        vocab_size, d_model, num_heads, num_layers, d_ff: sizes (``d_ff`` defaults to ``4 * d_model``;
+            ``d_ff=0`` makes every layer an :class:`attn.blocks.AttentionOnlyLayer`, with no feed-forward).
         is_causal: each position sees only itself and the past (decoder-only LM).
         positional: ``"sinusoidal"`` (default), ``None``, or an :mod:`attn.positional` module
             (input encodings are added to the embeddings; score/rotary ones act in every layer).

@@ -166,8 +166,9 @@ class BERT(_Family):
     positions plus segment embeddings, and a masked-language-model head tied to the embeddings.
 
     Args:
-        vocab_size, d_model, num_heads, num_layers, d_ff (default ``4 * d_model``): sizes.
-        max_len: positions in the learned table. type_vocab_size: segments (2 in BERT).
+        vocab_size, d_model, num_heads, num_layers, d_ff: sizes (``d_ff`` defaults to ``4 * d_model``).
+        max_len: positions in the learned table.
+        type_vocab_size: segments (2 in BERT).
         activation, dropout, eps: as in the paper's code (``"gelu"``, 0.1, 1e-12).
         pooler: add the ``tanh`` pooler over the first token (``[CLS]``) that ``BertModel`` has.
 
@@ -503,8 +504,8 @@ class BART(_EncoderDecoder):
     (the decoder rewrites the whole corrupted input, see ``attn.book.pretraining.text_infilling``).
 
     Args:
-        vocab_size, d_model, num_heads, num_layers, num_decoder_layers (default ``num_layers``),
-            d_ff (default ``4 * d_model``): sizes.
+        vocab_size, d_model, num_heads, num_layers, num_decoder_layers, d_ff: sizes
+            (``num_decoder_layers`` defaults to ``num_layers``, ``d_ff`` to ``4 * d_model``).
         max_len: positions in each stack's learned table.
         activation, dropout, eps: ``"gelu"``, 0.0, 1e-5 (LayerNorm's, as in BART).
         scale_embedding: multiply the token embeddings by ``sqrt(d_model)`` (off in BART).

@@ -46,9 +46,11 @@ class Reference(nn.Module):
     """Correct multi-head attention: ``softmax(Q Kᵀ / sqrt(d_k) + mask) V``, heads merged by ``out``.
 
     Args:
-        d_model: model width ``D``. num_heads: ``H``, dividing ``D``.
-        is_causal: block keys after each query. max_len: longest sequence (the causal mask and the
-            position table are built once, for this training length).
+        d_model: model width ``D``.
+        num_heads: ``H``, dividing ``D``.
+        is_causal: block keys after each query.
+        max_len: longest sequence (the causal mask and the position table are built once, for
+            this training length).
 
     The mask steps use :mod:`attn.masks` (:func:`~attn.masks.combine`,
     :func:`~attn.masks.masked_softmax`); a bug overrides the step it gets wrong with its own code.

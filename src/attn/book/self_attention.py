@@ -25,7 +25,7 @@ def softmax_jacobian_norm(p: torch.Tensor) -> torch.Tensor:
 
 def softmax_saturation(d_k: int, scaled: bool, *, n_queries: int = 512, n_keys: int = 64,
                        seed: int = 0, std: float = 1.0, divisor: float | None = None) -> dict[str, float]:
-    """Score ``n_queries`` random queries against ``n_keys`` random keys (entries N(0, ``std``^2),
+    """Score ``n_queries`` random queries against ``n_keys`` random keys (entries N(0, std²),
     width ``d_k``), divided by ``sqrt(d_k)`` when ``scaled`` (by ``divisor`` instead, when given), and
     measure the softmax.
 
