@@ -5,7 +5,8 @@
 The share is E / (E + C / 1.5): E English words, C Chinese characters (1.5 characters making about a
 word), counted in Chromium over the page's visible text with every fold opened, as a reader sees it,
 apart from what is not prose: the maths (MathJax), citations and the list of references (authors and
-paper titles), code (blocks and inline ``code``) but for the comments in code blocks, which count. What
+paper titles), code (blocks and inline ``code``) but for the comments in code blocks, which count, and
+the API reference's signatures and its parameters' names and types (before the dash of their entry). What
 the explorers draw (``.attn-w``, their controls and plotted tokens) is counted apart, in ``widget``.
 
 What is not an English word (each rule a kind of text that stays in Latin letters in Chinese technical
@@ -119,6 +120,15 @@ COLLECT = r"""() => {
     const el = node.parentElement;
     if (!el || el.closest(NOT_PROSE) || !seen(el)) continue;
     if (el.closest('.attn-w')) { out.widget.push(text); continue; }
+    // the API reference: a signature, and a parameter's name and type before its dash, are code
+    if (el.closest('dt.sig')) continue;
+    const field = el.closest('dl.field-list > dd p');
+    if (field && el.closest('strong, em') && field.contains(el.closest('strong, em'))) {
+      const parts = [...field.childNodes];
+      const dash = parts.findIndex((n) => n.nodeType === Node.TEXT_NODE && n.nodeValue.includes('\u2013'));
+      const at = parts.findIndex((n) => n.contains(node));
+      if (dash === -1 || at < dash) continue;
+    }
     const code = el.closest(CODE);
     if (code && !(code.tagName === 'PRE' && code.closest(OUTPUT))) {  // an output's <pre> is text, not code
       if (code.tagName === 'PRE' && el.closest(COMMENT)) out.text.push(text);
