@@ -22,6 +22,10 @@ Each fix changes markup that another package writes, in the written page, at ``b
 5. The theme's toggle of a table-of-contents entry with pages under it (the API reference's), a
    ``<summary>`` holding only an icon (``role="presentation"``), has no name (summary-name, serious):
    it is named after the entry, in the edition's language (TOGGLE_NAME).
+6. The themes' names, tooltips and placeholders written in English into their templates (the sidebar
+   toggles, the navigation landmarks, the search field) are given in the edition's language where the
+   configuration has a table of them (``attn_theme_words``: the Chinese edition; attn_theme_words.py).
+   A name in the page's language is read in that language by a screen reader (WCAG 3.1.2).
 
 The theme's search field is fixed in its template (``_templates/search-button-field.html``).
 """
@@ -101,8 +105,10 @@ def current_front_ends(html: str) -> str:
     return html[:m.start(2)] + sanitize_script_content(json.dumps(state)) + html[m.end(2):]
 
 
-def fix_page(html: str, lang: str = "en") -> str:
-    html = name_toc_toggles(name_folds_by_their_text(html), lang)
+def fix_page(html: str, lang: str = "en", words: dict[str, str] | None = None) -> str:
+    from attn_theme_words import translate_attributes
+
+    html = translate_attributes(name_toc_toggles(name_folds_by_their_text(html), lang), words)
     html = list_items_for_citations(html)
     if 'class="attn-table"' in html:
         html = _TABLE.sub(lambda m: table_headers(m.group(0)), html)
@@ -113,11 +119,12 @@ def fix_pages(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     lang = "zh" if str(app.config.language or "").startswith("zh") else "en"
+    words = app.config.attn_theme_words
     for path in pathlib.Path(app.outdir).rglob("*.html"):
         if "_static" in path.parts:
             continue
         html = path.read_text(encoding="utf-8")
-        fixed = fix_page(html, lang)
+        fixed = fix_page(html, lang, words)
         if fixed != html:
             path.write_text(fixed, encoding="utf-8")
 

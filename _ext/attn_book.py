@@ -490,9 +490,9 @@ def setup(app):
     # Issue 34 (a fast, accessible, printable site), one module each: maths typeset at build time,
     # accessibility fixes to the theme's and myst-nb's markup, SEO (descriptions, hreflang, sitemap,
     # figures), the page's loading, print and PDF.
-    # Issue 35: the Chinese edition shows the package's source with its comments in Chinese, and its
-    # API reference with the docstrings in Chinese.
+    # Issue 35: the Chinese edition shows the package's source with its comments in Chinese, its API
+    # reference with the docstrings in Chinese, and the theme's words in Chinese (attn_theme_words).
     for name in ("attn_maths", "attn_a11y", "attn_seo", "attn_perf", "attn_print", "attn_widget_state",
-                 "attn_source_comments", "attn_docstrings"):
+                 "attn_source_comments", "attn_docstrings", "attn_theme_words"):
         app.setup_extension(name)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -19,8 +19,10 @@ The translations live in ``i18n/zh/``:
   first line ``<!-- page NAME en:HASH -->`` does the same for the English page.
 - ``docstrings/<module>.md``: the docstrings the API reference shows, a unit per documented object
   (``<!-- doc NAME en:HASH -->``), applied by ``_ext/attn_docstrings.py`` (scripts/zh_docstrings.py).
-- ``strings.yml``: the book's title, the table of contents' part captions, the footer and the
-  language switch.
+- ``strings.yml``: the book's title, the table of contents' part captions, the footer, the
+  language switch, and the theme's words (``theme``: tooltips, accessible names, placeholders, the 404
+  page), which ``build`` writes as message catalogues in ``zh/locale/`` (``catalogues``) and the
+  configuration (``config``) for _ext/attn_theme_words.py.
 
 A ``code`` unit is the cell's whole source in a ```` ```python ```` fence, the English code with its
 comments in Chinese: ``check`` tokenizes both and wants every token but the comments identical, in
@@ -773,7 +775,33 @@ def config() -> dict:
     # the docstrings of the API reference (_ext/attn_docstrings.py); napoleon reads 形状 as it reads Shape
     c["attn_docstrings"] = "../i18n/zh/docstrings"
     c["napoleon_custom_sections"] = [*en["sphinx"]["config"]["napoleon_custom_sections"], "形状"]
+    # the theme's words (_ext/attn_theme_words.py): message catalogues (catalogues()), the English of the
+    # templates replaced in the written pages, and the extensions' settings in English
+    words = s["theme"]
+    c["locale_dirs"] = [LOCALE]
+    c["attn_theme_words"] = dict(words["pages"])
+    c.update(copy.deepcopy(words["config"]))
     return cfg
+
+
+LOCALE = "locale"  # zh/locale/zh_CN/LC_MESSAGES/<domain>.po; the compiled .mo files are not committed
+
+
+def po_text(table: dict[str, str], language: str = "zh_CN") -> str:
+    """A message catalogue (.po) holding ``table`` (English message -> translation)."""
+    def quoted(text: str) -> str:
+        return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+
+    head = (f'msgid ""\nmsgstr ""\n"Language: {language}\\n"\n"MIME-Version: 1.0\\n"\n'
+            '"Content-Type: text/plain; charset=UTF-8\\n"\n"Content-Transfer-Encoding: 8bit\\n"\n')
+    return head + "".join(f"\nmsgid {quoted(en)}\nmsgstr {quoted(zh)}\n" for en, zh in table.items())
+
+
+def catalogues() -> dict[str, str]:
+    """zh/locale/...: the theme's words that go through gettext, a message catalogue per domain (path in
+    zh/ -> text of the .po file)."""
+    return {f"{LOCALE}/zh_CN/LC_MESSAGES/{domain}.po": GENERATED.format(src="i18n/zh/strings.yml (theme)") + po_text(table)
+            for domain, table in strings()["theme"]["catalogues"].items()}
 
 
 def toc() -> dict:
@@ -807,6 +835,13 @@ def build() -> list[str]:
     for name, data, src in (("_config.yml", config(), "_config.yml"), ("_toc.yml", toc(), "_toc.yml")):
         (ZH / name).write_text(GENERATED.format(src=src) + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100),
                                encoding="utf-8")
+    for name, text in catalogues().items():
+        (ZH / name).parent.mkdir(parents=True, exist_ok=True)
+        if not (ZH / name).exists() or (ZH / name).read_text(encoding="utf-8") != text:  # Sphinx compiles a newer .po
+            (ZH / name).write_text(text, encoding="utf-8")
+    for po in (ZH / LOCALE).rglob("*.po"):  # a domain no longer in the table
+        if po.relative_to(ZH).as_posix() not in catalogues():
+            po.unlink()
     for name in PAGES:
         page = I18N / "pages" / f"{name}.md"
         if page.exists():

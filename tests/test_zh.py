@@ -296,6 +296,11 @@ def test_each_chinese_notebook_is_the_english_one_in_every_code_cell_and_output(
 def test_the_chinese_pages_config_toc_and_reader_editions_are_current(root):
     for name, data in (("_config.yml", zh.config()), ("_toc.yml", zh.toc())):
         assert yaml.safe_load((root / "zh" / name).read_text()) == data, f"zh/{name} is stale: {FIX}"
+    # the theme's words as message catalogues (i18n/zh/strings.yml, theme.catalogues), and no other
+    catalogues = zh.catalogues()
+    assert sorted(p.relative_to(root / "zh").as_posix() for p in (root / "zh" / zh.LOCALE).rglob("*.po")) == sorted(catalogues)
+    for name, text in catalogues.items():
+        assert (root / "zh" / name).read_text() == text, f"zh/{name} is stale: {FIX}"
     for name in zh.PAGES:
         page = (root / "i18n" / "zh" / "pages" / f"{name}.md").read_text()
         want = zh.localise_markdown(zh.MARKER.sub("", page, count=1).lstrip("\n"))
