@@ -12,13 +12,15 @@ CHTML output, so the look is MathJax's exactly; each formula keeps MathJax's ass
 the script and its inline configuration. Each page with maths carries, inline in its head, the CHTML
 stylesheet for the glyphs it draws (a few kB gzipped: cheaper than one more render-blocking request for
 a shared sheet); the glyph fonts are the site's own copy of MathJax's (scripts/assets.py), shown with
-font-display: swap (CHTML sizes each glyph from the stylesheet, not from the font, so the swap moves nothing).
+font-display: swap (CHTML sizes each glyph from the stylesheet, not from the font; see FONTS_EARLY for the
+one font whose metrics do place the glyphs, and how the fonts arrive before the first paint).
 
 A TeX error, or a renderer failure, fails the build naming the page and the TeX.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import os
@@ -126,33 +128,57 @@ def python_descriptions(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-# Preloaded with the page, the fonts its formulas surely use arrive before the first paint rather than
-# after it, when swapping them in re-flows what is laid out around the maths (seen: a glossary table's
-# rows moved 39 px, a layout shift of 0.07 under Lighthouse's slow-4G phone). Only fonts the page
-# draws with (a preloaded font left unused is a console warning): MJXZERO (first in every family, so
-# always fetched), MJXTEX for glyphs of no other variant, MJXTEX-I for italic letters; rarer variants
-# (bold, sizes, AMS) load when drawn, as before.
-_FACE = re.compile(r'@font-face\s*\{[^}]*?font-family:\s*([\w-]+);\s*src:\s*url\("?([^")]+)"?\)')
+# FONTS_EARLY. A formula's glyphs are boxes sized by the stylesheet, but where each box puts its baseline
+# comes from the metrics of the first font in its family list, MJXZERO (CHTML's line-height 0 sets a line's
+# baseline half the font's ascent minus descent below the middle; every MathJax font has ascent = descent).
+# While MJXZERO has not loaded, the browser's fallback font (ascent > descent) moves every glyph's baseline, and
+# rows of maths change height when it arrives (seen: a glossary row 38.5 -> 33.2 px). So MJXZERO (1.4 kB) is
+# written into the stylesheet as a data: URL, and the page starts loading its fonts as soon as its body starts
+# (attn_perf.load_fonts_early, with drawn_families below), before the first layout, which then has them.
+# The fonts are not <link rel=preload>ed: Chromium holds the first paint for preloaded fonts (its
+# RenderBlockingFonts, up to 1.5 s from navigation), and under Lighthouse that hold ran to its limit in about
+# half the loads of a page with maths, the fonts long arrived (first paint 1.3 s instead of 0.2-0.3 s).
+ZERO_FONT = "MathJax_Zero.woff"
+_FACE_SRC = re.compile(r'src:\s*url\("?([^")]*/' + re.escape(ZERO_FONT) + r')"?\)')
+_VARIANT = re.compile(r'\.(TEX-[A-Z0-9]+)\s*\{\s*font-family:\s*MJXZERO,\s*(MJXTEX-[A-Z0-9]+)\s*;?\s*\}')
 _GLYPH_CLASS = re.compile(r'<mjx-c class="([^"]*)"')
+STYLE = re.compile(r'<style id="attn-maths">(.*?)</style>', re.S)
+_STRETCHY = re.compile(r"mjx-stretchy-v mjx-c,\s*mjx-stretchy-h mjx-c\s*\{\s*font-family:([^;}]*)")
 
 
-def font_preloads(css: str, maths_html: str) -> str:
-    faces = dict(_FACE.findall(re.sub(r"/\*.*?\*/", "", css)))
-    classes = [c.split() for c in _GLYPH_CLASS.findall(maths_html)]
-    families = ["MJXZERO"] if classes else []
-    if any(not any(k.startswith("TEX-") for k in c) for c in classes):
-        families.append("MJXTEX")
-    if any("TEX-I" in c for c in classes):
-        families.append("MJXTEX-I")
-    return "".join(f'<link rel="preload" href="{faces[f]}" as="font" type="font/woff" crossorigin>\n'
-                   for f in families if f in faces)
+def drawn_families(page: str) -> list[str]:
+    """The MathJax font families a typeset page draws with, in the order first drawn: MJXZERO (first in every
+    family list), MJXTEX for glyphs of no other variant, then each variant class's own family (TEX-I -> MJXTEX-I)."""
+    style = STYLE.search(page)
+    if not style:
+        return []
+    variants = dict(_VARIANT.findall(style[1]))
+    families = ["MJXZERO"]
+    for classes in _GLYPH_CLASS.findall(page):
+        named = [variants[c] for c in classes.split() if c in variants]
+        for family in named or ([] if any(c.startswith("TEX-") for c in classes.split()) else ["MJXTEX"]):
+            if family not in families:
+                families.append(family)
+    # a stretched delimiter (mjx-stretchy-v/-h: a tall brace, a long arrow) is drawn in pieces, from the fonts
+    # of one shared rule; the pieces are in its size fonts (MJXTEX-S1, MJXTEX-S4), tried in its order
+    stretchy = _STRETCHY.search(style[1]) if "<mjx-stretchy-" in page else None
+    for family in re.findall(r"MJXTEX-S\d", stretchy[1]) if stretchy else []:
+        if family not in families:
+            families.append(family)
+    return families
 
 
-def stylesheet(css: str) -> str:
-    """MathJax's CHTML stylesheet made compact, its fonts shown with font-display: swap."""
+def stylesheet(css: str, zero_font: bytes | None = None) -> str:
+    """MathJax's CHTML stylesheet made compact, its fonts shown with font-display: swap, and MJXZERO (given
+    its file's bytes) written in as a data: URL (see FONTS_EARLY)."""
     css = re.sub(r"/\*.*?\*/", "", css)
     css = re.sub(r"\s*([{};,>])\s*", r"\1", css.strip())
     css = css.replace("@font-face{", "@font-face{font-display:swap;")
+    if zero_font is not None:
+        data = "data:font/woff;base64," + base64.b64encode(zero_font).decode("ascii")
+        css, count = _FACE_SRC.subn(f'src: url("{data}")', css)
+        if count != 1:
+            raise MathsError(f"MathJax's stylesheet names {ZERO_FONT} {count} times, expected once")
     return f'<style id="attn-maths">{css}</style>'
 
 
@@ -183,6 +209,8 @@ def typeset_pages(app, exception) -> None:
     if not requests:
         return
     result = render(requests)
+    zero = outdir / FONTS / ZERO_FONT
+    zero_font = zero.read_bytes() if zero.is_file() else None
     for done in result["pages"]:
         rendered = iter(done["html"])
         page_text = texts[done["page"]]
@@ -199,7 +227,7 @@ def typeset_pages(app, exception) -> None:
             return f'{match["open"]}{match["eqno"] or ""}{chtml}</{match["tag"]}>'
 
         text = MATH.sub(replace, page_text)
-        text = text.replace("</head>", font_preloads(done["css"], "".join(done["html"])) + stylesheet(done["css"]) + "\n</head>", 1)
+        text = text.replace("</head>", stylesheet(done["css"], zero_font) + "\n</head>", 1)
         (outdir / done["page"]).write_text(text, encoding="utf-8")
     count = sum(len(r["formulas"]) for r in requests)
     logger.info(f"maths: {count} formulas on {len(requests)} pages typeset in {time.perf_counter() - start:.1f} s")

@@ -15,6 +15,8 @@ shortens what a page must fetch and run before its first paint:
   the code box's own in both colour modes become plain text, a one-word inline literal loses the
   ``<span class="pre">`` inside it (its code element keeps the span's no-wrap), and the page's
   table of contents lists modules and classes, not every function and method of the API;
+* the fonts the first screen draws with start loading as the body starts (load_fonts_early), not when
+  the first layout finds them, so that layout already has them and nothing is laid out twice;
 * the bundle keeps only the rules that can match: a rule whose every selector names a class or id
   that no page of the site, no script and no saved widget state contains is left out (most of them
   Font Awesome's 2,000 icons and Bootstrap's utilities: 542 -> 152 kB, 89 -> 27 kB gzip, which
@@ -27,11 +29,13 @@ shortens what a page must fetch and run before its first paint:
 from __future__ import annotations
 
 import hashlib
+import json
 import pathlib
 import posixpath
 import re
 
 import tinycss2
+from attn_maths import drawn_families
 
 # Style sheets that stay linked on their own: the book's own (tests/test_site.py checks its link;
 # 2 kB, fetched in parallel with the bundle). A sheet with a media attribute (print) stays too.
@@ -316,6 +320,28 @@ def trim_page_toc(html: str) -> str:
     return PAGE_TOC.sub(trimmed, html)
 
 
+# The theme's icon fonts (Font Awesome, font-display: block): the header's icons on every page. The faces
+# scripts/assets.py cuts down; fa-regular-400 draws no icon of the header.
+THEME_FONTS = ["900 1em 'Font Awesome 6 Free'", "400 1em 'Font Awesome 6 Brands'"]
+BODY = re.compile(r"<body\b[^>]*>")
+EARLY_FONTS_ID = "attn-fonts"
+
+
+def load_fonts_early(html: str, fonts: list[str]) -> str:
+    """``html`` with a script right after ``<body>`` that starts loading ``fonts`` (CSS font shorthands).
+
+    Found by the first layout, a font arrives after the first paint, and the page is styled and laid out
+    again (on a chapter, a long task of 100-160 ms on this machine, ~4x that on Lighthouse's phone). Started
+    here, with document.fonts.load, the loads run while the page is parsed and the first layout has the fonts.
+    Not a <link rel=preload> in <head>: Chromium holds the first paint for those (see attn_maths.FONTS_EARLY);
+    a load started once the body exists holds nothing. Without scripts the fonts load as before."""
+    if not fonts or f'id="{EARLY_FONTS_ID}"' in html:
+        return html
+    script = (f'<script id="{EARLY_FONTS_ID}">document.fonts&&{json.dumps(fonts, ensure_ascii=True)}'
+              '.forEach(function(f){document.fonts.load(f)})</script>')
+    return BODY.sub(lambda m: m[0] + script, html, count=1)
+
+
 def slim_page(html: str, plain: set, coloured: set) -> str:
     return trim_page_toc(merge_pre(flatten_code(html, plain, coloured)))
 
@@ -337,7 +363,9 @@ def speed_up_pages(app, exception) -> None:
         if not m:
             continue
         head = defer_scripts(page, bundle_stylesheets(page, m.group(0), outdir, bundles, words))
-        new = text[:m.start()] + head + slim_page(text[m.end():], plain, coloured)
+        body = load_fonts_early(slim_page(text[m.end():], plain, coloured),
+                                [f"1em {f}" for f in drawn_families(text)] + THEME_FONTS)
+        new = text[:m.start()] + head + body
         if new != text:
             page.write_text(new, encoding="utf-8")
         linked.update(re.findall(BUNDLE_PREFIX + r"[0-9a-f]+\.css", head))

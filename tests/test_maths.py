@@ -91,9 +91,11 @@ def test_a_page_is_typeset_in_place_keeping_what_sphinx_wrote_around_the_tex(tmp
     assert "<mjx-container" in (tmp_path / "output.html").read_text()
 
 
-def test_formulas_that_can_scroll_are_focusable_and_the_fonts_drawn_with_are_preloaded(tmp_path):
+def test_formulas_that_can_scroll_are_focusable_and_the_fonts_drawn_with_are_named(tmp_path):
     """Displayed formulas and inline ones in an API description (the style sheet lets them scroll sideways)
-    take the keyboard focus; inline prose maths does not. The page preloads the fonts its glyphs use."""
+    take the keyboard focus; inline prose maths does not. No font is preloaded (Chromium would hold the first
+    paint for it); MJXZERO, whose metrics place every glyph, is in the stylesheet; drawn_families names the
+    fonts the page draws with, for attn_perf to start loading as the body starts."""
     page = tmp_path / "p.html"
     page.write_text(
         '<html><head></head><body><p><span class="math notranslate nohighlight">\\(a\\)</span></p>'
@@ -101,15 +103,21 @@ def test_formulas_that_can_scroll_are_focusable_and_the_fonts_drawn_with_are_pre
         '<dl class="py function"><dt>f</dt><dd><dl class="field-list"><dt>k</dt><dd>v</dd></dl>'
         '<p><span class="math notranslate nohighlight">\\(b\\)</span></p></dd></dl>'
         '<p><span class="math notranslate nohighlight">\\(c + 2\\)</span></p></body></html>')
-    (tmp_path / "_static").mkdir()
+    fonts = tmp_path / attn_maths.FONTS
+    fonts.mkdir(parents=True)
+    (fonts / attn_maths.ZERO_FONT).write_bytes(b"wOFF zero")
     app = type("App", (), {"outdir": str(tmp_path), "builder": type("B", (), {"format": "html"})})
     attn_maths.typeset_pages(app, None)
     text = page.read_text()
     focusable = re.findall(r"<mjx-container[^>]*>", text)
     assert ['tabindex="0"' in tag for tag in focusable] == [False, True, True, False]
     head = text.split("</head>")[0]
-    preloaded = re.findall(r'<link rel="preload" href="[^"]*/(MathJax_[\w-]+)\.woff" as="font"', head)
-    assert preloaded == ["MathJax_Zero", "MathJax_Main-Regular", "MathJax_Math-Italic"]
+    assert 'rel="preload"' not in head
+    assert 'font-family: MJXZERO;src: url("data:font/woff;base64,d09GRiB6ZXJv")' in head
+    assert 'url("_static/mathjax/woff-v2/MathJax_Main-Regular.woff")' in head
+    # a, i, x, c in italic (TEX-I), the displayed sum from the size-2 font, + and 2 from the main font
+    assert attn_maths.drawn_families(text) == ["MJXZERO", "MJXTEX-I", "MJXTEX-S2", "MJXTEX"]
+    assert attn_maths.drawn_families("<html><head></head><body><p>no maths</p></body></html>") == []
 
 
 # ----- the built site, both editions
@@ -149,7 +157,9 @@ def test_each_page_with_maths_carries_the_stylesheet_for_its_glyphs_and_the_font
         assert css, f"{page}: formulas without MathJax's stylesheet"
         urls = re.findall(r'url\("([^"]+)"\)', css.group(1))
         assert urls and css.group(1).count("font-display:swap") == css.group(1).count("@font-face")
-        for url in urls:
+        inline = [u for u in urls if u.startswith("data:")]
+        assert len(inline) == 1 and "font-family: MJXZERO;src: url(\"data:font/woff;base64," in css.group(1), page
+        for url in set(urls) - set(inline):
             assert (page.parent / url).resolve().is_file(), f"{page}: {url} is not in the site"
         # only the glyphs this page draws: every character class the page uses has its rule, and a
         # glyph no page of the book draws (the integral sign) has none
@@ -179,3 +189,43 @@ def test_formulas_are_drawn_in_chromium_with_the_sites_own_fonts(watch, path):
     assert watch.failed == [] and watch.offhost == [], (watch.failed, watch.offhost)
     assert any("/_static/mathjax/woff-v2/" in u for u in watch.requests)
     assert not any("/mathjax/" in u and u.endswith(".js") for u in watch.requests)
+
+
+SHIFTS = """window.__shifts = [];
+new PerformanceObserver(l => { for (const e of l.getEntries()) window.__shifts.push(e.value); })
+    .observe({type: 'layout-shift', buffered: true});"""
+
+
+@pytest.mark.parametrize("path", ["book/glossary.html", "zh/book/causal_attention.html", "book/api/positional.html"])
+def test_fonts_arriving_after_the_first_paint_move_nothing_and_none_is_found_late(browser, site_server, path):
+    """On a phone whose MathJax fonts arrive 0.3 s late each (the first paint does not wait for them), the page
+    shifts nothing when they swap in: MJXZERO, whose metrics place each glyph, is in the page's stylesheet
+    (attn_maths.FONTS_EARLY). Every font the page loads is one its early script names (attn_perf.load_fonts_early):
+    a font found only by the first layout would arrive after it and lay the page out again."""
+    import time
+
+    from conftest import PageWatch
+
+    w = PageWatch(browser, site_server, viewport={"width": 412, "height": 823}, is_mobile=True, has_touch=True)
+    try:
+        w.page.add_init_script(SHIFTS)
+        w.page.route("**/_static/mathjax/woff-v2/*", lambda route: (time.sleep(0.3), route.continue_()))
+        page = w.goto(path)
+        page.wait_for_function("document.fonts.status === 'loaded' && [...document.fonts].every(f => f.status !== 'loading')",
+                               timeout=30000)
+        page.wait_for_timeout(300)
+        got = page.evaluate("""() => ({
+            shifts: window.__shifts,
+            early: JSON.parse(document.getElementById('attn-fonts').textContent.match(/\\[.*?\\]/)[0]),
+            loaded: [...document.fonts].filter(f => f.status === 'loaded')
+                                       .map(f => [f.family.replace(/["']/g, ''), String(f.weight)])})""")
+    finally:
+        w.close()
+    assert sum(got["shifts"]) < 0.005, (path, got["shifts"])
+    named = set()
+    for font in got["early"]:
+        weight, family = re.fullmatch(r"(?:(\d+) )?1em (.+)", font).groups()
+        named.add((family.strip("'"), weight or "normal"))
+    loaded = {(family, {"400": "normal"}.get(weight, weight)) for family, weight in got["loaded"]}
+    named = {(family, {"400": "normal"}.get(weight, weight)) for family, weight in named}
+    assert loaded <= named and ("MJXTEX-I", "normal") in loaded, (path, sorted(loaded - named))

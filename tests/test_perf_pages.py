@@ -93,6 +93,31 @@ def test_head_scripts_are_deferred_in_order_and_documentation_options_written_in
 
 
 
+def test_the_fonts_a_page_draws_with_start_loading_as_its_body_starts(tmp_path):
+    """One script right after <body> names the theme's icon fonts on every page, and before them the MathJax
+    fonts a typeset page draws with (attn_maths.drawn_families); nothing is preloaded in <head>."""
+    site = _site(tmp_path)
+    maths = ('<style id="attn-maths">.TEX-I{font-family: MJXZERO,MJXTEX-I;}.TEX-S1{font-family: MJXZERO,MJXTEX-S1;}'
+             '</style></head>')
+    (site / "book" / "m.html").write_text(PAGE.replace("</head>", maths).replace(
+        "<body>", '<body data-x="1"><mjx-container><mjx-c class="mjx-c1D44E TEX-I"></mjx-c>'
+        '<mjx-c class="mjx-c2B"></mjx-c></mjx-container>'))
+    app = types.SimpleNamespace(outdir=str(site), builder=types.SimpleNamespace(format="html"))
+    attn_perf.speed_up_pages(app, None)
+    early = re.compile(r'<body[^>]*><script id="attn-fonts">document\.fonts&&(\[.*?\])\.forEach\(function\(f\)'
+                       r'\{document\.fonts\.load\(f\)\}\)</script>')
+    import json
+
+    plain, typeset = (early.search((site / "book" / p).read_text()) for p in ("a.html", "m.html"))
+    assert json.loads(plain[1]) == attn_perf.THEME_FONTS
+    assert json.loads(typeset[1]) == ["1em MJXZERO", "1em MJXTEX-I", "1em MJXTEX", *attn_perf.THEME_FONTS]
+    assert 'rel="preload"' not in (site / "book" / "m.html").read_text()
+    once = (site / "book" / "m.html").read_text()
+    attn_perf.speed_up_pages(app, None)  # an incremental build writes no second script
+    assert (site / "book" / "m.html").read_text() == once and once.count('id="attn-fonts"') == 1
+    assert attn_perf.load_fonts_early("<html><body><p>x</p></body></html>", []) == "<html><body><p>x</p></body></html>"
+
+
 # --- fewer elements (attn_perf.slim_page) ---
 
 PYGMENTS_CSS = """
