@@ -134,10 +134,10 @@ def python_descriptions(text: str) -> list[tuple[int, int]]:
 # While MJXZERO has not loaded, the browser's fallback font (ascent > descent) moves every glyph's baseline, and
 # rows of maths change height when it arrives (seen: a glossary row 38.5 -> 33.2 px). So MJXZERO (1.4 kB) is
 # written into the stylesheet as a data: URL, and the page starts loading its fonts as soon as its body starts
-# (attn_perf.load_fonts_early, with drawn_families below), before the first layout, which then has them.
-# The fonts are not <link rel=preload>ed: Chromium holds the first paint for preloaded fonts (its
-# RenderBlockingFonts, up to 1.5 s from navigation), and under Lighthouse that hold ran to its limit in about
-# half the loads of a page with maths, the fonts long arrived (first paint 1.3 s instead of 0.2-0.3 s).
+# (attn_perf.load_fonts_early, with drawn_families and font_urls below), before the first layout, which then
+# has them. Not with <link rel=preload> in <head>: Chromium holds the first paint for fonts preloaded there
+# (its RenderBlockingFonts, up to 1.5 s from navigation), and under Lighthouse that hold ran to its limit in
+# about half the loads of a page with maths, the fonts long arrived (first paint 1.3 s instead of 0.2-0.4 s).
 ZERO_FONT = "MathJax_Zero.woff"
 _FACE_SRC = re.compile(r'src:\s*url\("?([^")]*/' + re.escape(ZERO_FONT) + r')"?\)')
 _VARIANT = re.compile(r'\.(TEX-[A-Z0-9]+)\s*\{\s*font-family:\s*MJXZERO,\s*(MJXTEX-[A-Z0-9]+)\s*;?\s*\}')
@@ -166,6 +166,15 @@ def drawn_families(page: str) -> list[str]:
         if family not in families:
             families.append(family)
     return families
+
+
+_FACE_URL = re.compile(r'@font-face\s*\{[^}]*?font-family:\s*([\w-]+);\s*src:\s*url\("?([^")]+)"?\)')
+
+
+def font_urls(page: str) -> dict[str, str]:
+    """Each MathJax family's font file, as a typeset page's stylesheet names it (a data: URL for MJXZERO)."""
+    style = STYLE.search(page)
+    return dict(_FACE_URL.findall(style[1])) if style else {}
 
 
 def stylesheet(css: str, zero_font: bytes | None = None) -> str:

@@ -15,7 +15,7 @@ shortens what a page must fetch and run before its first paint:
   the code box's own in both colour modes become plain text, a one-word inline literal loses the
   ``<span class="pre">`` inside it (its code element keeps the span's no-wrap), and the page's
   table of contents lists modules and classes, not every function and method of the API;
-* the fonts the first screen draws with start loading as the body starts (load_fonts_early), not when
+* the fonts a page draws with start loading as its body starts (load_fonts_early), not when
   the first layout finds them, so that layout already has them and nothing is laid out twice;
 * the bundle keeps only the rules that can match: a rule whose every selector names a class or id
   that no page of the site, no script and no saved widget state contains is left out (most of them
@@ -35,7 +35,7 @@ import posixpath
 import re
 
 import tinycss2
-from attn_maths import drawn_families
+from attn_maths import drawn_families, font_urls
 
 # Style sheets that stay linked on their own: the book's own (tests/test_site.py checks its link;
 # 2 kB, fetched in parallel with the bundle). A sheet with a media attribute (print) stays too.
@@ -320,26 +320,44 @@ def trim_page_toc(html: str) -> str:
     return PAGE_TOC.sub(trimmed, html)
 
 
-# The theme's icon fonts (Font Awesome, font-display: block): the header's icons on every page. The faces
-# scripts/assets.py cuts down; fa-regular-400 draws no icon of the header.
-THEME_FONTS = ["900 1em 'Font Awesome 6 Free'", "400 1em 'Font Awesome 6 Brands'"]
+# The theme's icon fonts (Font Awesome, font-display: block, in _static): the header's icons on every page.
+# The faces scripts/assets.py cuts down; fa-regular-400 draws no icon of the header.
+THEME_FONTS = ["vendor/fontawesome/webfonts/fa-solid-900.woff2", "vendor/fontawesome/webfonts/fa-brands-400.woff2"]
 BODY = re.compile(r"<body\b[^>]*>")
 EARLY_FONTS_ID = "attn-fonts"
 
 
-def load_fonts_early(html: str, fonts: list[str]) -> str:
-    """``html`` with a script right after ``<body>`` that starts loading ``fonts`` (CSS font shorthands).
+def load_fonts_early(html: str, loads: list[str], preloads: list[str]) -> str:
+    """``html`` with a script right after ``<body>`` that starts loading the page's fonts: ``loads`` by
+    document.fonts.load (CSS font shorthands: a font written into the page, nothing to fetch), ``preloads``
+    (URLs) by <link rel=preload> elements it adds.
 
     Found by the first layout, a font arrives after the first paint, and the page is styled and laid out
-    again (on a chapter, a long task of 100-160 ms on this machine, ~4x that on Lighthouse's phone). Started
-    here, with document.fonts.load, the loads run while the page is parsed and the first layout has the fonts.
-    Not a <link rel=preload> in <head>: Chromium holds the first paint for those (see attn_maths.FONTS_EARLY);
-    a load started once the body exists holds nothing. Without scripts the fonts load as before."""
-    if not fonts or f'id="{EARLY_FONTS_ID}"' in html:
+    again (on a chapter, long tasks of 100-160 ms on this machine, ~4x that on Lighthouse's phone). Started
+    here, the loads run while the page is parsed and the first layout has the fonts. Not a <link rel=preload>
+    written in <head>: Chromium holds the first paint for those (see attn_maths.FONTS_EARLY); one added once
+    the body exists holds nothing. Not document.fonts.load for a font to fetch: its request gets the
+    priority of a font the first layout needs, and Lighthouse's simulation then counts it as blocking the
+    first paint (on api/positional, ten fonts: LCP 2.4-2.8 s against 2.0-2.3 s). Without scripts the fonts
+    load as before."""
+    if not (loads or preloads) or f'id="{EARLY_FONTS_ID}"' in html:
         return html
-    script = (f'<script id="{EARLY_FONTS_ID}">document.fonts&&{json.dumps(fonts, ensure_ascii=True)}'
-              '.forEach(function(f){document.fonts.load(f)})</script>')
+    script = (f'<script id="{EARLY_FONTS_ID}">(function(d){{{json.dumps(loads, ensure_ascii=True)}.forEach(function(f){{'
+              f'd.fonts&&d.fonts.load(f)}});{json.dumps(preloads, ensure_ascii=True)}.forEach(function(u){{'
+              'var l=d.createElement("link");l.rel="preload";l.as="font";l.crossOrigin="anonymous";l.href=u;'
+              'd.head.appendChild(l)})})(document)</script>')
     return BODY.sub(lambda m: m[0] + script, html, count=1)
+
+
+def page_fonts(page: pathlib.Path, text: str, outdir: pathlib.Path) -> tuple[list[str], list[str]]:
+    """(fonts written into the page, URLs of fonts to fetch) that ``page`` draws with: its maths's
+    (attn_maths.drawn_families) and the theme's icons."""
+    urls = font_urls(text)
+    drawn = [urls[f] for f in drawn_families(text) if f in urls]
+    loads = [f"1em {f}" for f in drawn_families(text) if urls.get(f, "").startswith("data:")]
+    theme = [posixpath.relpath((outdir / "_static" / f).as_posix(), page.parent.as_posix())
+             for f in THEME_FONTS if (outdir / "_static" / f).is_file()]
+    return loads, [u for u in drawn if not u.startswith("data:")] + theme
 
 
 def slim_page(html: str, plain: set, coloured: set) -> str:
@@ -363,8 +381,7 @@ def speed_up_pages(app, exception) -> None:
         if not m:
             continue
         head = defer_scripts(page, bundle_stylesheets(page, m.group(0), outdir, bundles, words))
-        body = load_fonts_early(slim_page(text[m.end():], plain, coloured),
-                                [f"1em {f}" for f in drawn_families(text)] + THEME_FONTS)
+        body = load_fonts_early(slim_page(text[m.end():], plain, coloured), *page_fonts(page, text, outdir))
         new = text[:m.start()] + head + body
         if new != text:
             page.write_text(new, encoding="utf-8")

@@ -94,28 +94,43 @@ def test_head_scripts_are_deferred_in_order_and_documentation_options_written_in
 
 
 def test_the_fonts_a_page_draws_with_start_loading_as_its_body_starts(tmp_path):
-    """One script right after <body> names the theme's icon fonts on every page, and before them the MathJax
-    fonts a typeset page draws with (attn_maths.drawn_families); nothing is preloaded in <head>."""
+    """One script right after <body> loads the fonts the page draws with: the theme's icon fonts on every page,
+    and before them the MathJax fonts of a typeset page (attn_maths.drawn_families): MJXZERO, written into
+    the page, by document.fonts.load; the others by preload links it adds. Nothing is preloaded in <head>."""
     site = _site(tmp_path)
+    fonts = site / "_static" / "vendor" / "fontawesome" / "webfonts"
+    fonts.mkdir(parents=True)
+    for name in ("fa-solid-900.woff2", "fa-brands-400.woff2"):
+        (fonts / name).write_bytes(b"wOF2")
     maths = ('<style id="attn-maths">.TEX-I{font-family: MJXZERO,MJXTEX-I;}.TEX-S1{font-family: MJXZERO,MJXTEX-S1;}'
+             '@font-face{font-display:swap;font-family: MJXZERO;src: url("data:font/woff;base64,AA==") format("woff");}'
+             '@font-face{font-display:swap;font-family: MJXTEX;src: url("../_static/mathjax/woff-v2/Main.woff") format("woff");}'
+             '@font-face{font-display:swap;font-family: MJXTEX-I;src: url("../_static/mathjax/woff-v2/Italic.woff") format("woff");}'
+             '@font-face{font-display:swap;font-family: MJXTEX-S1;src: url("../_static/mathjax/woff-v2/S1.woff") format("woff");}'
              '</style></head>')
     (site / "book" / "m.html").write_text(PAGE.replace("</head>", maths).replace(
         "<body>", '<body data-x="1"><mjx-container><mjx-c class="mjx-c1D44E TEX-I"></mjx-c>'
         '<mjx-c class="mjx-c2B"></mjx-c></mjx-container>'))
     app = types.SimpleNamespace(outdir=str(site), builder=types.SimpleNamespace(format="html"))
     attn_perf.speed_up_pages(app, None)
-    early = re.compile(r'<body[^>]*><script id="attn-fonts">document\.fonts&&(\[.*?\])\.forEach\(function\(f\)'
-                       r'\{document\.fonts\.load\(f\)\}\)</script>')
+    early = re.compile(r'<body[^>]*><script id="attn-fonts">\(function\(d\)\{(\[.*?\])\.forEach\(.*?\}\);'
+                       r'(\[.*?\])\.forEach\(function\(u\)\{var l=d\.createElement\("link"\);l\.rel="preload";'
+                       r'l\.as="font";l\.crossOrigin="anonymous";l\.href=u;d\.head\.appendChild\(l\)\}\)\}\)'
+                       r'\(document\)</script>')
     import json
 
     plain, typeset = (early.search((site / "book" / p).read_text()) for p in ("a.html", "m.html"))
-    assert json.loads(plain[1]) == attn_perf.THEME_FONTS
-    assert json.loads(typeset[1]) == ["1em MJXZERO", "1em MJXTEX-I", "1em MJXTEX", *attn_perf.THEME_FONTS]
-    assert 'rel="preload"' not in (site / "book" / "m.html").read_text()
+    theme = ["../_static/vendor/fontawesome/webfonts/fa-solid-900.woff2",
+             "../_static/vendor/fontawesome/webfonts/fa-brands-400.woff2"]
+    assert (json.loads(plain[1]), json.loads(plain[2])) == ([], theme)
+    assert json.loads(typeset[1]) == ["1em MJXZERO"]
+    assert json.loads(typeset[2]) == ["../_static/mathjax/woff-v2/Italic.woff", "../_static/mathjax/woff-v2/Main.woff",
+                                      *theme]
     once = (site / "book" / "m.html").read_text()
+    assert 'rel="preload"' not in once[:once.index("</head>")]
     attn_perf.speed_up_pages(app, None)  # an incremental build writes no second script
     assert (site / "book" / "m.html").read_text() == once and once.count('id="attn-fonts"') == 1
-    assert attn_perf.load_fonts_early("<html><body><p>x</p></body></html>", []) == "<html><body><p>x</p></body></html>"
+    assert attn_perf.load_fonts_early("<html><body><p>x</p></body></html>", [], []) == "<html><body><p>x</p></body></html>"
 
 
 # --- fewer elements (attn_perf.slim_page) ---
