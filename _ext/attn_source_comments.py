@@ -16,6 +16,9 @@ import io
 import pathlib
 import tokenize
 
+from attn_docstrings import english_hash
+from attn_docstrings import load as load_docstrings
+
 
 def comments(code: str) -> list[tuple[list[int], int, str, bool]]:
     """The comments of ``code``: (their 0-based line numbers, column, English text, whole-line) per entry;
@@ -95,12 +98,6 @@ def translate_docstrings(code: str, table: dict[str, str]) -> str:
     return "\n".join(x for i, line in enumerate(lines) for x in new.get(i, [line]))
 
 
-def english_hash(text: str) -> str:
-    from attn_docstrings import english_hash as hashed
-
-    return hashed(text)
-
-
 def load(path: pathlib.Path) -> dict[str, str]:
     import yaml
 
@@ -117,8 +114,6 @@ def translate_included_source(app, doctree) -> None:
     table = load(pathlib.Path(app.confdir, name))
     docstrings = {}  # the hash of an English docstring -> its Chinese (_ext/attn_docstrings.py's units)
     if app.config.attn_docstrings:
-        from attn_docstrings import load as load_docstrings
-
         docstrings = {h: zh for h, zh in load_docstrings(pathlib.Path(app.confdir, app.config.attn_docstrings)).values()}
     for node in doctree.findall(nodes.literal_block):
         if not str(node.get("source", "")).endswith(".py"):
