@@ -236,7 +236,9 @@ def _attr(tag: str, name: str) -> str | None:
 
 
 def image_size(path: pathlib.Path) -> tuple[float, float, bool] | None:
-    """``(width, height, drawn at 2x)`` of an image file in its own pixels (an SVG: its viewBox)."""
+    """``(width, height, drawn at 2x)`` of an image file in its own pixels (an SVG: its viewBox). A PNG is
+    drawn at 2x when it says so: a figure's ``attn:min-text-px`` chunk (attn.book.viz.png_2x), or
+    ``attn:pixel-ratio`` 2 (scripts/assets.py's module-index toggles)."""
     if path.suffix.lower() == ".svg":
         head = path.read_text(encoding="utf-8", errors="replace")[:4000]
         box = re.search(r'viewBox="\s*[\d.\-]+[\s,]+[\d.\-]+[\s,]+([\d.]+)[\s,]+([\d.]+)', head)
@@ -245,7 +247,8 @@ def image_size(path: pathlib.Path) -> tuple[float, float, bool] | None:
 
     try:
         with Image.open(path) as img:
-            return img.size[0], img.size[1], "attn:min-text-px" in getattr(img, "text", {})
+            text = getattr(img, "text", {})
+            return img.size[0], img.size[1], "attn:min-text-px" in text or text.get("attn:pixel-ratio") == "2"
     except OSError:
         return None
 

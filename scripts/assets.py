@@ -111,6 +111,27 @@ def subset_icon_fonts(out: pathlib.Path) -> None:
             subset.save_font(font, str(out / pathlib.Path(name).with_suffix(suffix)), options)
 
 
+# Sphinx's module-index toggles (basic theme, minus.png and plus.png, 11 x 11 px) at twice their pixels, the
+# look unchanged (each pixel doubled): on a phone's 1.75-3x screen the 11-px images are blurred, and
+# Lighthouse's best practices fail py-modindex for them (image-size-responsive). The same names, since
+# doctools.js swaps the two by name; html_static_path puts them over the theme's. The PNG text chunk
+# PIXEL_RATIO_KEY tells _ext/attn_seo.py to give the <img> half the file's size.
+PIXEL_RATIO_KEY = "attn:pixel-ratio"
+TOGGLES = ("minus.png", "plus.png")
+
+
+def toggle_icons(out: pathlib.Path) -> None:
+    from PIL import Image, PngImagePlugin
+    import sphinx
+
+    for name in TOGGLES:
+        with Image.open(pathlib.Path(sphinx.__file__).parent / "themes" / "basic" / "static" / name) as img:
+            big = img.resize((img.size[0] * 2, img.size[1] * 2), Image.NEAREST)
+        info = PngImagePlugin.PngInfo()
+        info.add_text(PIXEL_RATIO_KEY, "2")
+        big.save(out / name, pnginfo=info, optimize=True)
+
+
 def favicon(path: pathlib.Path) -> None:
     """A 4x4 causal attention pattern in the book's blues, as a multi-size .ico."""
     from PIL import Image, ImageDraw
@@ -141,6 +162,7 @@ def main() -> None:
     shutil.copy2(WIDGET_RUNTIME, OUT / "widgets" / "runtime.js")
     subset_icon_fonts(OUT / "vendor" / "fontawesome" / "webfonts")
     favicon(OUT / "root" / "favicon.ico")
+    toggle_icons(OUT)
     size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
     print(f"_assets/: {size / 1e6:.1f} MB of site-served front-end files")
 

@@ -162,10 +162,13 @@ def test_every_image_carries_its_size_loads_lazily_below_the_first_figure_and_co
                 continue
             with Image.open(src) as img:
                 fw, fh = img.size
-                twice = "attn:min-text-px" in img.text
+                twice = "attn:min-text-px" in img.text  # a figure (attn.book.viz.png_2x)
+                double = twice or img.text.get("attn:pixel-ratio") == "2"  # scripts/assets.py's toggles
             w, h = int(a["width"]), int(a["height"])
-            assert w == (fw / 2 if twice else fw) or f"width: {w}px" in a.get("style", ""), f"{rel}: {a['src']} {w} of {fw}"
+            assert w == (fw / 2 if double else fw) or f"width: {w}px" in a.get("style", ""), f"{rel}: {a['src']} {w} of {fw}"
             assert abs(h - w * fh / fw) <= 1, f"{rel}: {a['src']} is {w}x{h}, its file {fw}x{fh}"
+            if src.name in {"minus.png", "plus.png"}:
+                assert (w, h, fw, fh) == (11, 11, 22, 22), f"{rel}: the module index's toggle {w}x{h}, file {fw}x{fh}"
             if not twice:
                 continue
             assert "srcset" in a and "sizes" in a, f"{rel}: {a['src']} has no smaller sizes"
