@@ -66,11 +66,19 @@ def test_pages_load_one_bundled_style_sheet_and_no_parser_blocking_script(site):
 
 
 # Pages of the sample short of the performance bounds, each with what stops it and a floor it must not fall
-# below (measured alone on a quiet 2-core build machine with this file's settings). Accessibility, best
-# practices and SEO have no exception: 100 on every page. A page that meets every bound is reported, to be
-# taken off the list. Empty since the maths fonts stopped holding the first paint (attn_maths.FONTS_EARLY):
-# zh/book/causal_attention (LCP 2.56-3.03 s) and book/api/positional (1.96 or 2.71-2.78 s) were listed.
-SHORT_TODAY: dict[str, tuple[str, dict]] = {}
+# below (measured alone on a quiet 2-core build machine with this file's settings; some 15 points / 30% of
+# slack under what was measured, for Lighthouse's run-to-run spread). Accessibility, best practices and SEO
+# have no exception: 100 on every page. A page that meets every bound is reported, to be taken off the list.
+# zh/book/causal_attention left the list when the maths fonts stopped holding the first paint
+# (attn_maths.FONTS_EARLY): LCP 2.27-2.29 s over five runs, 2.71 s in one.
+SHORT_TODAY: dict[str, tuple[str, dict]] = {
+    "book/api/positional.html": (
+        "LCP 1.51-2.80 s over 13 runs (2026-12-05; median of three 2.61 s in a clean-clone CI), perf 93-100, "
+        "TBT 0-224 ms: the page draws with ten MathJax fonts (147 kB), which its early script starts before the "
+        "first paint so that the first layout has them; Lighthouse's simulation counts them as blocking that "
+        "paint (their requests end at the priority of a font the layout needs, preloaded or not)",
+        {"performance": 80, "LCP_ms": 3600, "TBT_ms": 400}),
+}
 
 
 def _misses(page: str, r: dict) -> list[str]:
