@@ -316,6 +316,13 @@ class PageWatch:
         self.page.goto(f"{self.base}/{path}", wait_until="networkidle")
         return self.page
 
+    def open_folds(self) -> int:
+        """Open every closed fold of the article (a hidden cell's code, an optional section, a dropdown), as a
+        reader who opens them all: closed, their content is not displayed (_css/attn.css), so a check of what
+        the page shows measures it only once they are open. Returns how many were opened."""
+        return self.page.evaluate("""() => { const folds = document.querySelectorAll('.bd-article details:not([open])');
+          folds.forEach((d) => { d.open = true; }); return folds.length; }""")
+
     def close(self):
         self.context.close()
 

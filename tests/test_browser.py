@@ -361,6 +361,7 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
             if "application/vnd.jupyter.widget-state+json" in html:
                 # the explorers have rendered (attached: one may sit in a folded optional section)
                 w.page.wait_for_selector(".attn-w", timeout=20000, state="attached")
+            w.open_folds()  # folded code and output are checked as a reader who opens them sees them
             w.page.wait_for_timeout(300)
             sideways = w.page.evaluate(SIDEWAYS)
             _check_page_at_desktop_width(path, html, w, sizes, sideways, rows)

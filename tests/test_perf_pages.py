@@ -305,3 +305,28 @@ def test_the_copy_button_copies_each_code_cell_as_written(built_site, watch):
     sources = {"".join(c["source"]).rstrip("\n") for c in notebook["cells"] if c["cell_type"] == "code"}
     assert len(copied) > 30
     assert [t for t in copied if t.rstrip("\n") not in sources] == []
+
+
+FOLDS = """() => {
+  const shown = (d) => [...d.children].filter((k) => k.tagName !== 'SUMMARY' && k.getClientRects().length > 0);
+  const folds = [...document.querySelectorAll('.bd-article details:not([open])')];
+  return {folds: folds.length, pres: folds.reduce((n, d) => n + d.querySelectorAll('pre').length, 0),
+          laidOut: folds.filter((d) => shown(d).length > 0).map((d) => d.className)};
+}"""
+
+
+def test_a_closed_fold_has_nothing_laid_out_and_a_click_opens_it_whole(watch):
+    """A closed fold's content (a hidden cell's code, an optional section, a dropdown) is not displayed
+    (_css/attn.css), so the theme's load handler, which measures every <pre>, lays none of it out (a task of
+    65-100 ms per chapter page on this machine's CPU when it did); a click on the summary shows it."""
+    page = watch.goto("book/cross_attention.html")
+    got = page.evaluate(FOLDS)
+    assert got["folds"] >= 20 and got["pres"] >= 15, got
+    assert got["laidOut"] == [], f"folds laid out while closed: {got['laidOut']}"
+    for kind in ("details.hide.above-input", "details.sd-dropdown", "details.attn-deeper"):
+        fold = page.locator(f".bd-article {kind}:not([open])").first.element_handle()  # this one, once open too
+        fold.query_selector(":scope > summary").click()
+        assert fold.evaluate("(d) => d.open"), kind
+        height = fold.evaluate("(d) => Math.max(0, ...[...d.children].filter((k) => k.tagName !== 'SUMMARY')"
+                               ".map((k) => k.getBoundingClientRect().height))")
+        assert height > 20, (kind, height)

@@ -318,7 +318,7 @@ def test_every_page_on_a_phone_fits_the_screen_sets_tables_apart_and_logs_no_con
 
 def walk_on_a_phone(built_site, browser, site_server, lang: str) -> None:
     """The one pass over every page of one edition at a phone's width (390 px, touch, 2x pixels: test_mobile's PHONE_CONTEXT;
-    the desktop width's pass is tests/test_browser.py's), one load per page:
+    the desktop width's pass is tests/test_browser.py's), one load per page, every fold of the article opened:
     - strict: no console warning or error, nothing thrown, no request to another host, no failed request
       (404 aside, whose own status is its point); explorer pages are given time to draw their explorers;
     - the page no wider than the screen, and nothing in the article reaching past it outside the boxes
@@ -342,6 +342,7 @@ def walk_on_a_phone(built_site, browser, site_server, lang: str) -> None:
             views = (built_site / path).read_text().count("application/vnd.jupyter.widget-view+json")
             if views:
                 page.wait_for_function(EXPLORERS_DRAWN, arg=views, timeout=20000)
+            w.open_folds()  # what the folds hold is measured as a reader who opens them sees it
             page.wait_for_timeout(200)
             found += [f"{path}: {m}" for m in w.errors + w.warnings + [f"off-host {u}" for u in w.offhost]
                       + [f"failed {u}" for u in w.failed]]
