@@ -275,10 +275,11 @@ _IMG = re.compile(r'<img\b[^>]*\bsrc="(?:\.\./)*_images/([0-9a-f]+\.png)"[^>]*?(
 def figure_text(png_path: pathlib.Path) -> tuple[float, float]:
     """``(smallest text, width)`` of a figure at its display size, in CSS px, from what ``attn.book.viz.png_2x``
     stores in the PNG (text 0.0 for a PNG without it)."""
+    from attn_seo import TEXT_PX_KEY
     from PIL import Image
 
     with Image.open(png_path) as img:
-        text_px = float(getattr(img, "text", {}).get("attn:min-text-px", 0) or 0)
+        text_px = float(getattr(img, "text", {}).get(TEXT_PX_KEY, 0) or 0)
         return text_px, img.size[0] / 2  # png_2x draws at twice the display size
 
 

@@ -139,7 +139,6 @@ def python_descriptions(text: str) -> list[tuple[int, int]]:
 # (its RenderBlockingFonts, up to 1.5 s from navigation), and under Lighthouse that hold ran to its limit in
 # about half the loads of a page with maths, the fonts long arrived (first paint 1.3 s instead of 0.2-0.4 s).
 ZERO_FONT = "MathJax_Zero.woff"
-_FACE_SRC = re.compile(r'src:\s*url\("?([^")]*/' + re.escape(ZERO_FONT) + r')"?\)')
 _VARIANT = re.compile(r'\.(TEX-[A-Z0-9]+)\s*\{\s*font-family:\s*MJXZERO,\s*(MJXTEX-[A-Z0-9]+)\s*;?\s*\}')
 _GLYPH_CLASS = re.compile(r'<mjx-c class="([^"]*)"')
 STYLE = re.compile(r'<style id="attn-maths">(.*?)</style>', re.S)
@@ -185,9 +184,10 @@ def stylesheet(css: str, zero_font: bytes | None = None) -> str:
     css = css.replace("@font-face{", "@font-face{font-display:swap;")
     if zero_font is not None:
         data = "data:font/woff;base64," + base64.b64encode(zero_font).decode("ascii")
-        css, count = _FACE_SRC.subn(f'src: url("{data}")', css)
-        if count != 1:
-            raise MathsError(f"MathJax's stylesheet names {ZERO_FONT} {count} times, expected once")
+        zero = [url for _, url in _FACE_URL.findall(css) if url.endswith("/" + ZERO_FONT)]
+        if len(zero) != 1 or css.count(zero[0]) != 1:
+            raise MathsError(f"MathJax's stylesheet names {ZERO_FONT} {len(zero)} times, expected once")
+        css = css.replace(zero[0], data)
     return f'<style id="attn-maths">{css}</style>'
 
 

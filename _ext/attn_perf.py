@@ -351,9 +351,9 @@ def load_fonts_early(html: str, loads: list[str], preloads: list[str]) -> str:
 def page_fonts(page: pathlib.Path, text: str, outdir: pathlib.Path) -> tuple[list[str], list[str]]:
     """(fonts written into the page, URLs of fonts to fetch) that ``page`` draws with: its maths's
     (attn_maths.drawn_families) and the theme's icons."""
-    urls = font_urls(text)
-    drawn = [urls[f] for f in drawn_families(text) if f in urls]
-    loads = [f"1em {f}" for f in drawn_families(text) if urls.get(f, "").startswith("data:")]
+    urls, families = font_urls(text), drawn_families(text)
+    drawn = [urls[f] for f in families if f in urls]
+    loads = [f"1em {f}" for f in families if urls.get(f, "").startswith("data:")]
     theme = [posixpath.relpath((outdir / "_static" / f).as_posix(), page.parent.as_posix())
              for f in THEME_FONTS if (outdir / "_static" / f).is_file()]
     return loads, [u for u in drawn if not u.startswith("data:")] + theme

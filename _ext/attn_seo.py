@@ -235,10 +235,17 @@ def _attr(tag: str, name: str) -> str | None:
     return unescape(m.group(1)) if m else None
 
 
+# The PNG text chunks that say an image is drawn at twice its display size, named once for the extensions that
+# read them (here and attn_book); their writers, attn.book.viz.png_2x and scripts/assets.py, name them in their
+# own constants, which tests/test_seo.py holds to these.
+TEXT_PX_KEY = "attn:min-text-px"  # a figure's smallest text in CSS px
+PIXEL_RATIO_KEY = "attn:pixel-ratio"
+
+
 def image_size(path: pathlib.Path) -> tuple[float, float, bool] | None:
     """``(width, height, drawn at 2x)`` of an image file in its own pixels (an SVG: its viewBox). A PNG is
-    drawn at 2x when it says so: a figure's ``attn:min-text-px`` chunk (attn.book.viz.png_2x), or
-    ``attn:pixel-ratio`` 2 (scripts/assets.py's module-index toggles)."""
+    drawn at 2x when it says so: a figure's ``TEXT_PX_KEY`` chunk (attn.book.viz.png_2x), or
+    ``PIXEL_RATIO_KEY`` 2 (scripts/assets.py's module-index toggles)."""
     if path.suffix.lower() == ".svg":
         head = path.read_text(encoding="utf-8", errors="replace")[:4000]
         box = re.search(r'viewBox="\s*[\d.\-]+[\s,]+[\d.\-]+[\s,]+([\d.]+)[\s,]+([\d.]+)', head)
@@ -248,7 +255,7 @@ def image_size(path: pathlib.Path) -> tuple[float, float, bool] | None:
     try:
         with Image.open(path) as img:
             text = getattr(img, "text", {})
-            return img.size[0], img.size[1], "attn:min-text-px" in text or text.get("attn:pixel-ratio") == "2"
+            return img.size[0], img.size[1], TEXT_PX_KEY in text or text.get(PIXEL_RATIO_KEY) == "2"
     except OSError:
         return None
 

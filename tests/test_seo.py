@@ -140,6 +140,13 @@ def test_only_an_image_on_the_first_screen_is_fetched_at_once(tmp_path):
         assert ['loading="lazy"' in t for t in tags] == [True, not eager, True], (eager, tags)
 
 
+def test_the_writers_of_the_twice_drawn_png_chunks_use_the_names_the_site_reads():
+    from attn.book import viz
+    from scripts import assets
+
+    assert (viz.TEXT_PX_KEY, assets.PIXEL_RATIO_KEY) == (attn_seo.TEXT_PX_KEY, attn_seo.PIXEL_RATIO_KEY)
+
+
 def test_every_image_carries_its_size_loads_lazily_below_the_first_figure_and_comes_in_smaller_sizes(built_site):
     variants = 0
     for page in _pages(built_site):
@@ -162,8 +169,8 @@ def test_every_image_carries_its_size_loads_lazily_below_the_first_figure_and_co
                 continue
             with Image.open(src) as img:
                 fw, fh = img.size
-                twice = "attn:min-text-px" in img.text  # a figure (attn.book.viz.png_2x)
-                double = twice or img.text.get("attn:pixel-ratio") == "2"  # scripts/assets.py's toggles
+                twice = attn_seo.TEXT_PX_KEY in img.text  # a figure (attn.book.viz.png_2x)
+                double = twice or img.text.get(attn_seo.PIXEL_RATIO_KEY) == "2"  # scripts/assets.py's toggles
             w, h = int(a["width"]), int(a["height"])
             assert w == (fw / 2 if double else fw) or f"width: {w}px" in a.get("style", ""), f"{rel}: {a['src']} {w} of {fw}"
             assert abs(h - w * fh / fw) <= 1, f"{rel}: {a['src']} is {w}x{h}, its file {fw}x{fh}"
