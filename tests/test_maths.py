@@ -170,6 +170,88 @@ def test_each_page_with_maths_carries_the_stylesheet_for_its_glyphs_and_the_font
         assert styled <= used, f"{page}: styles for glyphs it does not draw: {sorted(styled - used)[:5]}"
 
 
+# ----- the fonts, cut down to what the pages draw
+ASSETS_FONTS = ROOT / "_assets" / "mathjax" / "woff-v2"  # MathJax's whole fonts (scripts/assets.py)
+
+
+def test_the_characters_drawn_are_read_from_the_glyph_rules_css_escapes_included():
+    css = ('mjx-c.mjx-c2208::before{padding: 0.54em 0.667em 0.04em 0;content: "\\2208";}'
+           'mjx-c.mjx-c1D43F.TEX-I::before{padding: 0.683em 0.681em 0 0;content: "L";}'
+           'mjx-c.mjx-c211D.TEX-A::before{content: "R";}mjx-c.mjx-c22::before{content: "\\"";}'
+           'mjx-stretchy-v.mjx-c7B>mjx-beg>mjx-c::before{content: "\\23A7 ";}')
+    assert attn_maths.drawn_characters(f'<style id="attn-maths">{css}</style>') == {"\u2208", "L", "R", '"', "\u23a7"}
+    assert attn_maths.drawn_characters("<p>content: \"x\"</p>") == set(), "only the maths stylesheet counts"
+
+
+def _glyphs(font) -> dict:
+    """Each character's (advance, outline) in ``font``."""
+    from fontTools.pens.recordingPen import RecordingPen
+
+    glyphs, widths = font.getGlyphSet(), font["hmtx"].metrics
+    out = {}
+    for code, name in font.getBestCmap().items():
+        pen = RecordingPen()
+        glyphs[name].draw(pen)
+        out[code] = (widths[name][0], pen.value)
+    return out
+
+
+def _metrics(font) -> tuple:
+    return (font["head"].unitsPerEm, font["hhea"].ascent, font["hhea"].descent, font["OS/2"].sTypoAscender,
+            font["OS/2"].sTypoDescender, font["OS/2"].usWinAscent, font["OS/2"].usWinDescent)
+
+
+def _same_glyphs_for_what_is_drawn(original: pathlib.Path, cut: pathlib.Path, drawn: set[str]) -> None:
+    from fontTools.ttLib import TTFont
+
+    whole, kept = _glyphs(TTFont(original)), _glyphs(TTFont(cut))
+    want = {code: g for code, g in whole.items() if chr(code) in drawn}
+    assert {code: kept.get(code) for code in want} == want, f"{cut.name}: a drawn character's glyph lost or changed"
+    # beyond them only what the font's own substitutions reach from them (Main's U+2208 -> U+220B, for one)
+    extra = set(kept) - set(want)
+    assert all(kept[code] == whole[code] for code in extra) and len(extra) <= max(2, len(want) // 4), \
+        (cut.name, sorted(extra)[:10])
+    assert _metrics(TTFont(cut)) == _metrics(TTFont(original)), cut.name
+
+
+def test_a_font_is_cut_to_the_characters_drawn_with_its_glyphs_and_metrics_as_they_were(tmp_path):
+    fonts = tmp_path / attn_maths.FONTS
+    fonts.mkdir(parents=True)
+    names = ["MathJax_Main-Regular.woff", "MathJax_AMS-Regular.woff", attn_maths.ZERO_FONT]
+    for name in names:
+        (fonts / name).write_bytes((ASSETS_FONTS / name).read_bytes())
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "a.html").write_text('<style id="attn-maths">mjx-c.mjx-c1D43F.TEX-I::before{content: "L";}'
+                                              'mjx-c.mjx-c2208::before{content: "\\2208";}</style>')
+    (tmp_path / "b.html").write_text('<style id="attn-maths">mjx-c.mjx-c211D.TEX-A::before{content: "R";}</style>')
+    (fonts / "c.html").write_text('<style id="attn-maths">mjx-c::before{content: "Q";}</style>')  # not a page
+    chars, before, after = attn_maths.subset_fonts(tmp_path)
+    assert chars == 3 and after < before / 3, (chars, before, after)
+    for name in names[:2]:
+        _same_glyphs_for_what_is_drawn(ASSETS_FONTS / name, fonts / name, {"L", "\u2208", "R"})
+    assert (fonts / attn_maths.ZERO_FONT).read_bytes() == (ASSETS_FONTS / attn_maths.ZERO_FONT).read_bytes()
+    cut = {name: (fonts / name).read_bytes() for name in names}
+    attn_maths.subset_fonts(tmp_path)
+    assert {name: (fonts / name).read_bytes() for name in names} == cut, "cutting again changes nothing"
+
+
+@pytest.mark.parametrize("edition", ["", "zh"])
+def test_the_sites_fonts_hold_the_glyphs_its_pages_draw_as_they_were(built_site, edition):
+    outdir = built_site / edition
+    drawn = set()
+    for page in outdir.rglob("*.html"):
+        if not (edition == "" and page.relative_to(outdir).parts[0] == "zh"):
+            drawn |= attn_maths.drawn_characters(page.read_text(encoding="utf-8"))
+    assert len(drawn) > 50
+    fonts = sorted((outdir / attn_maths.FONTS).glob("*.woff"))
+    assert len(fonts) > 20
+    for font in fonts:
+        if font.name != attn_maths.ZERO_FONT:
+            _same_glyphs_for_what_is_drawn(ASSETS_FONTS / font.name, font, drawn)
+    whole = sum((ASSETS_FONTS / f.name).stat().st_size for f in fonts)
+    assert sum(f.stat().st_size for f in fonts) < whole * 0.7
+
+
 @pytest.mark.parametrize("path", ["book/self_attention.html", "zh/book/causal_attention.html"])
 def test_formulas_are_drawn_in_chromium_with_the_sites_own_fonts(watch, path):
     page = watch.goto(path)
