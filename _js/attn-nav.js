@@ -6,3 +6,15 @@ document.addEventListener("click", (event) => {
   const link = event.target.closest && event.target.closest("dialog[open] a[href]");
   if (link) link.closest("dialog").close();
 });
+
+// Bootstrap's scroll spy, which marks in the page's contents the section being read, starts one frame after
+// the load event, when the page is laid out and its measures cost little: started by the theme at the load
+// event itself, its first measure laid the page out (_templates/layout.html leaves the theme's data-bs-spy
+// out for that; the body keeps its data-bs-target and data-bs-root-margin, which Bootstrap reads).
+// (Looked for at the load event: the 404 page runs this script before its <body> exists.)
+addEventListener("load", () => {
+  if (document.body.dataset.attnSpy !== "scroll") return;
+  requestAnimationFrame(() => setTimeout(() => {
+    if (window.bootstrap) window.bootstrap.ScrollSpy.getOrCreateInstance(document.body);
+  }));
+});

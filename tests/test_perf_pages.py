@@ -330,3 +330,24 @@ def test_a_closed_fold_has_nothing_laid_out_and_a_click_opens_it_whole(watch):
         height = fold.evaluate("(d) => Math.max(0, ...[...d.children].filter((k) => k.tagName !== 'SUMMARY')"
                                ".map((k) => k.getBoundingClientRect().height))")
         assert height > 20, (kind, height)
+
+
+def test_the_scroll_spy_starts_after_the_load_event_and_marks_the_section_being_read(watch):
+    """Bootstrap's scroll spy starts a frame after the load event (_js/attn-nav.js), not at it from the body's
+    data-bs-spy (_templates/layout.html), and still marks in the page's contents the section scrolled to."""
+    page = watch.goto("book/multi_head_attention.html")
+    assert page.evaluate("document.body.dataset.bsSpy === undefined && document.body.dataset.attnSpy === 'scroll'")
+    page.wait_for_function("window.bootstrap && window.bootstrap.ScrollSpy.getInstance(document.body) !== null",
+                           timeout=10000)
+    # the spy's target is the page's contents (sphinx-book-theme's #pst-page-toc-nav: the theme's .bd-toc-nav is
+    # not on the page, and Bootstrap falls back to the body, whose links include the contents')
+    links = page.evaluate("[...document.querySelectorAll('#pst-page-toc-nav a.nav-link')].map((a) => a.hash)")
+    assert len(links) > 5, links
+    ACTIVE = "[...document.querySelectorAll('#pst-page-toc-nav a.nav-link')].findIndex((a) => a.classList.contains('active'))"
+    marked = []
+    for target in (links[2], links[-2]):
+        page.evaluate("(h) => document.getElementById(decodeURIComponent(h.slice(1))).scrollIntoView()", target)
+        page.wait_for_function(f"(n) => {ACTIVE} > n", arg=marked[-1] if marked else -1, timeout=5000)
+        marked.append(page.evaluate(ACTIVE))
+    assert 0 <= marked[0] < marked[1], (marked, len(links))  # a later section, a later entry
+    assert watch.errors == [], watch.errors
