@@ -201,7 +201,6 @@ def subset_fonts(outdir: pathlib.Path) -> tuple[int, int, int]:
     build). MJXZERO stays whole: it is written into each page (FONTS_EARLY). Returns (characters, bytes before,
     bytes after)."""
     from fontTools import subset
-    from fontTools.ttLib import TTFont
 
     chars = set()
     for page in outdir.rglob("*.html"):
@@ -211,13 +210,15 @@ def subset_fonts(outdir: pathlib.Path) -> tuple[int, int, int]:
     for path in sorted((outdir / FONTS).glob("*.woff")):
         if path.name == ZERO_FONT:
             continue
-        font = TTFont(path)
         options = subset.Options()
         options.flavor = "woff"
         options.drop_tables += ["FFTM"]  # FontForge's timestamps, which fontTools cannot subset
         options.notdef_outline = True
         options.name_IDs = ["*"]
         options.name_languages = ["*"]
+        # loaded with the options (recalc_timestamp off): fontTools' TTFont alone stamps the time of the save into
+        # the font's head table, and the built fonts' bytes differed from one build to the next
+        font = subset.load_font(str(path), options)
         cutter = subset.Subsetter(options)
         cutter.populate(unicodes=sorted(ord(c) for c in chars if ord(c) in font.getBestCmap()))
         cutter.subset(font)

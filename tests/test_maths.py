@@ -230,6 +230,10 @@ def test_a_font_is_cut_to_the_characters_drawn_with_its_glyphs_and_metrics_as_th
     for name in names[:2]:
         _same_glyphs_for_what_is_drawn(ASSETS_FONTS / name, fonts / name, {"L", "\u2208", "R"})
     assert (fonts / attn_maths.ZERO_FONT).read_bytes() == (ASSETS_FONTS / attn_maths.ZERO_FONT).read_bytes()
+    from fontTools.ttLib import TTFont
+
+    for name in names[:2]:  # the font's dates are its own, not the build's (the same bytes from every build)
+        assert (TTFont(fonts / name)["head"].modified == TTFont(ASSETS_FONTS / name)["head"].modified), name
     cut = {name: (fonts / name).read_bytes() for name in names}
     attn_maths.subset_fonts(tmp_path)
     assert {name: (fonts / name).read_bytes() for name in names} == cut, "cutting again changes nothing"
