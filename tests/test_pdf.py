@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pathlib
 import re
-import unicodedata
 
 import pytest
 from bs4 import BeautifulSoup
@@ -53,9 +52,25 @@ def _chapter_titles(built_site: pathlib.Path, lang: str) -> list[str]:
 
 
 def _text(page) -> str:
-    """A page's text. NFKC: the Noto CJK fonts draw 力 and the Kangxi radical ⼒ with one glyph, and
-    Chromium's PDF maps that glyph back to the radical (so a PDF viewer's search may miss some words)."""
-    return unicodedata.normalize("NFKC", page.extract_text())
+    """A page's text, as a PDF viewer's search and copy read it (the fonts' text maps)."""
+    return page.extract_text()
+
+
+def _radicals_in_text_maps(reader) -> dict[str, int]:
+    """The radicals (scripts/pdf.py RADICALS) the fonts' text maps name, with how many glyphs map to each."""
+    found: dict[str, int] = {}
+    seen = set()
+    for page in reader.pages:
+        for ref in (page.get("/Resources") or {}).get("/Font", {}).values():
+            if ref.idnum in seen or ref.get_object().get("/ToUnicode") is None:
+                continue
+            seen.add(ref.idnum)
+            cmap = ref.get_object()["/ToUnicode"].get_object().get_data().decode("latin-1")
+            for dst in re.findall(r"<([0-9A-Fa-f]{4,})>", cmap):
+                for c in bytes.fromhex(dst[: len(dst) // 4 * 4]).decode("utf-16-be", errors="replace"):
+                    if pdf.RADICALS[0] <= ord(c) <= pdf.RADICALS[1]:
+                        found[c] = found.get(c, 0) + 1
+    return found
 
 
 def _outline(reader, items=None, depth=0) -> list[tuple[int, str, int]]:
@@ -138,6 +153,33 @@ def test_pdf_outline_pages_and_links(book_pdfs, built_site, lang):
     text = " ".join(" ".join(_text(p) for p in reader.pages[first : first + 12]).split())
     for words in KNOWN_TEXT[lang]:
         assert words in text, words
+    # the CJK fonts' glyphs named by their ideographs, not by the radicals drawn alike (自注意力, not 自注意⼒)
+    assert _radicals_in_text_maps(reader) == {}
+
+
+def test_a_glyph_named_as_a_radical_is_named_as_its_ideograph():
+    head = ("/CIDInit /ProcSet findresource begin\n12 dict begin\nbegincmap\n1 begincodespacerange\n<00> <FF>\n"
+            "endcodespacerange\n")
+    tail = "\nendcmap\nCMapName currentdict /CMap defineresource pop\nend\nend\n"
+    cmap = (head + "2 beginbfchar\n<9D> <2F12>\n<AD> <52A8>\nendbfchar\n"  # KANGXI RADICAL POWER, and 动
+            "2 beginbfrange\n<01> <03> <2F00>\n<10> <11> [<0041> <2F08>]\nendbfrange" + tail).encode("latin-1")
+    fixed = pdf._radical_free(cmap, {0x2F12: "\u529B", 0x2F08: "\u4EBA"}).decode("latin-1")
+    pairs = dict(re.findall(r"<([0-9A-F]+)> <([0-9A-F]+)>", fixed.split("endcodespacerange")[1]))
+    assert pairs == {"9D": "529B", "AD": "52A8", "01": "4E00", "02": "4E28", "03": "4E36", "10": "0041", "11": "4EBA"}
+    assert fixed.startswith(head) and fixed.endswith(tail) and "bfrange" not in fixed
+    plain = (head + "1 beginbfchar\n<01> <529B>\nendbfchar" + tail).encode("latin-1")
+    assert pdf._radical_free(plain, {}) is None  # nothing to change: the PDF is not written again
+    # a radical with no compatibility form (a simplified one), named by the ideograph the font draws alike
+    one = (head + "1 beginbfchar\n<05> <2ED3>\nendbfchar" + tail).encode("latin-1")
+    assert "<05> <957F>" in pdf._radical_free(one, {0x2ED3: "\u957F"}).decode("latin-1")
+
+
+def test_the_ideographs_of_the_radicals_come_from_the_fonts_that_print_chinese():
+    table = pdf.radical_ideographs()
+    if not table:
+        pytest.skip("no font for Chinese here (fc-list :lang=zh): .ci/run installs fonts-noto-cjk")
+    assert table[0x2F12] == "\u529B" and table[0x2ED3] == "\u957F" and table[0x2EC5] == "\u89C1"  # 力 长 见
+    assert all(0x4E00 <= ord(c) <= 0x9FFF or 0x3400 <= ord(c) <= 0x4DBF or ord(c) >= 0x20000 for c in table.values())
 
 
 def _page(html: str, name: str, tmp_path) -> pathlib.Path:
