@@ -63,8 +63,9 @@ BOOK_CSS = """
 .attn-pdf-contents ol ol { padding-left: 1.5em; }
 .attn-pdf-contents li { margin: .2em 0; }
 .attn-pdf-live { border: 1px solid #999; padding: .5em .8em; font-style: italic; }
-html:lang(zh) body { font-family: "Noto Sans CJK SC", "Noto Sans", sans-serif; }  /* the Simplified forms */
 """
+CJK_PRINT_FONT = "Noto Sans CJK SC"  # the Simplified forms (radical_ideographs reads this face first)
+BOOK_CSS += f'html:lang(zh) body {{ font-family: "{CJK_PRINT_FONT}", "Noto Sans", sans-serif; }}\n'
 ID_REFS = ("aria-labelledby", "aria-describedby", "aria-controls", "aria-owns", "for", "headers")
 
 
@@ -299,27 +300,63 @@ UNIFIED = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x3134F))  # CJK Unifie
 @functools.cache
 def radical_ideographs() -> dict[int, str]:
     """The ideograph each radical stands for, from the CJK fonts that print the book (fontconfig's fonts for
-    Chinese): the unified ideograph the font draws with the radical's glyph (the lowest, where several share it).
-    Kangxi radicals the fonts leave out are read by their compatibility form (NFKC) instead (_radical_free)."""
+    Chinese, CJK_PRINT_FONT's face first: the Japanese face draws U+2F3E with 戸, the Simplified one with 户): the
+    unified ideograph the face draws with the radical's glyph (the lowest, where several share it). Kangxi
+    radicals the fonts leave out are read by their compatibility form (NFKC) instead (_radical_free)."""
     from fontTools.ttLib import TTCollection, TTFont
 
+    def faces(command: list[str]) -> list[tuple[str, int]]:
+        listing = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        return [(line.rsplit(":", 1)[0], int(line.rsplit(":", 1)[1])) for line in listing.split("\n") if ":" in line]
+
     try:
-        listing = subprocess.run(["fc-list", ":lang=zh", "file"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+        found = faces(["fc-match", "-f", "%{file}:%{index}\n", CJK_PRINT_FONT])
+        found += sorted(set(faces(["fc-list", "-f", "%{file}:%{index}\n", ":lang=zh"])) - set(found))
+    except (OSError, subprocess.CalledProcessError, ValueError):
         return {}
     table: dict[int, str] = {}
-    for file in sorted({line.split(":")[0].strip() for line in listing.splitlines() if line.strip()}):
-        faces = TTCollection(file, lazy=True).fonts if file.lower().endswith((".ttc", ".otc")) else [TTFont(file, lazy=True)]
-        for face in faces:
-            cmap = face.getBestCmap() or {}
-            ideograph: dict[str, int] = {}
-            for code in sorted(cmap):
-                if any(lo <= code <= hi for lo, hi in UNIFIED):
-                    ideograph.setdefault(cmap[code], code)
-            for code, glyph in cmap.items():
-                if RADICALS[0] <= code <= RADICALS[1] and code not in table and glyph in ideograph:
-                    table[code] = chr(ideograph[glyph])
+    for file, index in found:
+        collection = file.lower().endswith((".ttc", ".otc"))
+        face = TTCollection(file, lazy=True).fonts[index] if collection else TTFont(file, lazy=True)
+        cmap = face.getBestCmap() or {}
+        ideograph: dict[str, int] = {}
+        for code in sorted(cmap):
+            if any(lo <= code <= hi for lo, hi in UNIFIED):
+                ideograph.setdefault(cmap[code], code)
+        for code, glyph in cmap.items():
+            if RADICALS[0] <= code <= RADICALS[1] and code not in table and glyph in ideograph:
+                table[code] = chr(ideograph[glyph])
     return table
+
+
+def cmap_mapping(text: str) -> dict[str, str]:
+    """What a ToUnicode CMap maps each character code to (the code in hex as written, upper case -> the text),
+    from its bfchar and bfrange entries (a range with a first value, or with a list)."""
+    codes: dict[str, str] = {}
+    for block in re.findall(r"beginbfchar(.*?)endbfchar", text, re.S):
+        for src, dst in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>", block):
+            codes[src.upper()] = dst
+    for block in re.findall(r"beginbfrange(.*?)endbfrange", text, re.S):
+        for lo, hi, dst in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(\[[^\]]*\]|<[0-9A-Fa-f]+>)", block):
+            count = int(hi, 16) - int(lo, 16) + 1
+            dsts = (re.findall(r"<([0-9A-Fa-f]+)>", dst) if dst.startswith("[")
+                    else [f"{int(dst[1:-1], 16) + i:0{len(dst) - 2}X}" for i in range(count)])
+            for i, d in enumerate(dsts):
+                codes[f"{int(lo, 16) + i:0{len(lo)}X}"] = d
+    return {src: bytes.fromhex(dst).decode("utf-16-be", errors="surrogatepass") for src, dst in codes.items()}
+
+
+def text_maps(pages):
+    """The ToUnicode stream of each font the ``pages`` (pypdf's) draw with, once each."""
+    seen = set()
+    for page in pages:
+        for ref in (page.get("/Resources") or {}).get("/Font", {}).values():
+            if ref.idnum in seen:
+                continue
+            seen.add(ref.idnum)
+            to_unicode = ref.get_object().get("/ToUnicode")
+            if to_unicode is not None:
+                yield to_unicode.get_object()
 
 
 def _radical_free(cmap: bytes, ideographs: dict[int, str]) -> bytes | None:
@@ -327,28 +364,15 @@ def _radical_free(cmap: bytes, ideographs: dict[int, str]) -> bytes | None:
     ``ideographs``, else its compatibility form, NFKC); None when it maps none. The mappings are written out
     again, as bfchar entries."""
     text = cmap.decode("latin-1")
-    mapping: dict[str, str] = {}
-    for block in re.findall(r"beginbfchar(.*?)endbfchar", text, re.S):
-        for src, dst in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>", block):
-            mapping[src.upper()] = dst.upper()
-    for block in re.findall(r"beginbfrange(.*?)endbfrange", text, re.S):
-        for lo, hi, dst in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*(\[[^\]]*\]|<[0-9A-Fa-f]+>)", block):
-            count = int(hi, 16) - int(lo, 16) + 1
-            dsts = (re.findall(r"<([0-9A-Fa-f]+)>", dst) if dst.startswith("[")
-                    else [f"{int(dst[1:-1], 16) + i:0{len(dst) - 2}X}" for i in range(count)])
-            for i, d in enumerate(dsts):
-                mapping[f"{int(lo, 16) + i:0{len(lo)}X}"] = d.upper()
-    fixed = {}
-    for src, dst in mapping.items():
-        chars = bytes.fromhex(dst).decode("utf-16-be", errors="surrogatepass")
-        chars = "".join(ideographs.get(ord(c)) or unicodedata.normalize("NFKC", c)
-                        if RADICALS[0] <= ord(c) <= RADICALS[1] else c for c in chars)
-        fixed[src] = chars.encode("utf-16-be", errors="surrogatepass").hex().upper()
+    mapping = cmap_mapping(text)
+    fixed = {src: "".join(ideographs.get(ord(c)) or unicodedata.normalize("NFKC", c)
+                          if RADICALS[0] <= ord(c) <= RADICALS[1] else c for c in chars)
+             for src, chars in mapping.items()}
     if fixed == mapping:
         return None
     if "endcodespacerange" not in text or "endcmap" not in text:
         raise PdfError(f"a ToUnicode CMap that maps a radical but is not laid out as Chromium writes them: {text[:300]!r}")
-    items = sorted(fixed.items())
+    items = sorted((src, chars.encode("utf-16-be", errors="surrogatepass").hex().upper()) for src, chars in fixed.items())
     body = "".join(f"\n{len(chunk)} beginbfchar\n" + "".join(f"<{s}> <{d}>\n" for s, d in chunk) + "endbfchar"
                    for chunk in (items[i : i + 100] for i in range(0, len(items), 100)))
     head = text[: text.index("endcodespacerange") + len("endcodespacerange")]
@@ -363,20 +387,12 @@ def unify_radicals(path: pathlib.Path) -> int:
 
     writer = PdfWriter(path, incremental=True)
     ideographs = radical_ideographs()
-    seen, changed = set(), 0
-    for page in writer.pages:
-        for ref in (page.get("/Resources") or {}).get("/Font", {}).values():
-            if ref.idnum in seen:
-                continue
-            seen.add(ref.idnum)
-            to_unicode = ref.get_object().get("/ToUnicode")
-            if to_unicode is None:
-                continue
-            stream = to_unicode.get_object()
-            cmap = _radical_free(stream.get_data(), ideographs)
-            if cmap is not None:
-                stream.set_data(cmap)
-                changed += 1
+    changed = 0
+    for stream in text_maps(writer.pages):
+        cmap = _radical_free(stream.get_data(), ideographs)
+        if cmap is not None:
+            stream.set_data(cmap)
+            changed += 1
     if changed:
         tmp = path.with_suffix(".pdf.tmp")
         writer.write(tmp)

@@ -59,17 +59,11 @@ def _text(page) -> str:
 def _radicals_in_text_maps(reader) -> dict[str, int]:
     """The radicals (scripts/pdf.py RADICALS) the fonts' text maps name, with how many glyphs map to each."""
     found: dict[str, int] = {}
-    seen = set()
-    for page in reader.pages:
-        for ref in (page.get("/Resources") or {}).get("/Font", {}).values():
-            if ref.idnum in seen or ref.get_object().get("/ToUnicode") is None:
-                continue
-            seen.add(ref.idnum)
-            cmap = ref.get_object()["/ToUnicode"].get_object().get_data().decode("latin-1")
-            for dst in re.findall(r"<([0-9A-Fa-f]{4,})>", cmap):
-                for c in bytes.fromhex(dst[: len(dst) // 4 * 4]).decode("utf-16-be", errors="replace"):
-                    if pdf.RADICALS[0] <= ord(c) <= pdf.RADICALS[1]:
-                        found[c] = found.get(c, 0) + 1
+    for stream in pdf.text_maps(reader.pages):
+        for chars in pdf.cmap_mapping(stream.get_data().decode("latin-1")).values():
+            for c in chars:
+                if pdf.RADICALS[0] <= ord(c) <= pdf.RADICALS[1]:
+                    found[c] = found.get(c, 0) + 1
     return found
 
 
