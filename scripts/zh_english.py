@@ -163,8 +163,12 @@ def measure(page, url: str) -> PageCount:
     page.goto(url, wait_until="networkidle")
     page.wait_for_function("document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length"
                            " <= document.querySelectorAll('.attn-w').length", timeout=30000)
-    got = page.evaluate(COLLECT)
-    return PageCount(url, count(got["text"]), count(got["widget"]), count(got["docstring"]))
+    return counted(url, page.evaluate(COLLECT))
+
+
+def counted(page: str, got: dict) -> PageCount:
+    """The counts of what COLLECT read on a page."""
+    return PageCount(page, count(got["text"]), count(got["widget"]), count(got["docstring"]))
 
 
 def chinese_pages(site: pathlib.Path) -> list[str]:

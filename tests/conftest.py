@@ -8,6 +8,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Notebook kernels started by nbval inherit this: training loops keep their progress bars quiet,
 # as they were when the stored outputs were made.
 os.environ.setdefault("ATTN_QUIET", "1")
+# Parallel workers (make test, make unit: one more than the cores) compute with one thread each: with
+# torch's default of one per core, the workers' thread pools outnumber the cores, and a thread waiting
+# at a pool's barrier spins while the thread it waits for is off the CPU (make unit on two cores: 197
+# -> 142 CPU-s, 102 -> 75 s). The chapters set their own count; tests of several threads set it themselves.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    torch.set_num_threads(1)
 
 
 
@@ -325,6 +331,28 @@ class PageWatch:
 
     def close(self):
         self.context.close()
+
+
+@pytest.fixture(scope="session")
+def desktop_walk(built_site, browser, site_server):
+    """walk(lang) -> the records of the one pass over every page of an edition ("en", "zh") at a desktop's width
+    (tests/test_browser.py walk_at_desktop_width), walked once per worker: the tests that read an edition's
+    records (its loads, axe's findings, the Chinese pages' English) sit in one file, so on one worker."""
+    from test_browser import walk_at_desktop_width
+
+    walks: dict[str, dict | Exception] = {}
+
+    def walk(lang: str) -> dict[str, dict]:
+        if lang not in walks:
+            try:
+                walks[lang] = walk_at_desktop_width(built_site, browser, site_server, lang)
+            except Exception as e:  # every test of the edition fails with it, none walks again
+                walks[lang] = e
+        if isinstance(walks[lang], Exception):
+            raise walks[lang]
+        return walks[lang]
+
+    return walk
 
 
 @pytest.fixture

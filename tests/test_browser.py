@@ -21,10 +21,11 @@ def _errors(watch):
     return list(watch.errors)
 
 
-def _site_pages(built_site, lang: str = "en"):
-    """The pages of one edition of the site: English at the root, Chinese ("zh") under zh/."""
+def _site_pages(built_site, lang: str = "en", every: bool = False):
+    """The pages of one edition of the site: English at the root, Chinese ("zh") under zh/; the index and the
+    search page too with ``every``."""
     return sorted(str(p.relative_to(built_site)) for p in built_site.rglob("*.html")
-                  if "_static" not in p.parts and p.name not in {"genindex.html", "search.html"}
+                  if "_static" not in p.parts and (every or p.name not in {"genindex.html", "search.html"})
                   and (p.relative_to(built_site).parts[0] == "zh") == (lang == "zh"))
 
 
@@ -323,23 +324,36 @@ TEXT_PAGE_BUDGET = 1_500_000  # bytes transferred (gzip, as GitHub Pages serves)
 WIDGET_PAGE_BUDGET = 1_000_000
 
 
-def test_every_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, browser, site_server):
+def test_every_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, desktop_walk):
     """The English edition's pages (the Chinese ones: tests/test_zh_site.py, in parallel)."""
-    walk_at_desktop_width(built_site, browser, site_server, "en")
+    check_loads_at_desktop_width(built_site, desktop_walk("en"), "en")
 
 
-def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
-    """One pass over the pages of one edition of the site at 1366 px wide, in one browser context with
-    its cache switched off (each page transfers everything it uses, as on a first visit; a fresh
-    context per page cost twice the CPU): no request to another host, no failed request, no page
-    error, no console error or warning; no code, listing or output that scrolls sideways; no MathJax
-    script, its fonts only where the page has maths, the widget runtime iff it has widgets; every page within its
-    budget of bytes on the wire (with widgets: runtime, widget state, maths and figures included)."""
+def test_axe_finds_no_critical_or_serious_fault_on_any_english_page(built_site, desktop_walk):
+    from test_accessibility import check_axe
+
+    check_axe(built_site, desktop_walk("en"), "en")
+
+
+def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> dict[str, dict]:
+    """The one pass over every page of one edition at 1366 px wide (the phone's: tests/test_reading_surface.py),
+    which records, per page, what the tests of that width check, so that each page loads once for them all:
+    the requests it made (``sizes``: bytes on the wire and URL), its console errors and warnings (``errors``,
+    ``warnings``), requests to other hosts and failed ones (``offhost``, ``failed``), the code, listings and
+    outputs that scroll sideways once every fold is open (``sideways``), axe-core's findings (``axe``,
+    tests/test_accessibility.py) and, on a Chinese page a reader reads, its visible text by kind
+    (``text``, scripts/zh_english.py).
+    One browser context with its cache switched off (each page transfers everything it uses, as on a first
+    visit; a fresh context per page cost twice the CPU). Each page is read once its explorers are drawn
+    (the runtime draws the views off the screen a while after the load) and its folds opened (folded code and
+    output are checked as a reader who opens them sees them)."""
     from conftest import PageWatch
+    from scripts import zh_english
+    from test_accessibility import VIEWS, axe_findings
 
-    pages = _site_pages(built_site, lang)
+    pages = _site_pages(built_site, lang, every=True)
     assert ("zh/" if lang == "zh" else "") + "book/self_attention.html" in pages
-    rows = []
+    reading = set(zh_english.chinese_pages(built_site)) if lang == "zh" else set()
     w = PageWatch(browser, site_server, viewport={"width": 1366, "height": 900})
     w.context.new_cdp_session(w.page).send("Network.setCacheDisabled", {"cacheDisabled": True})
     sizes: list[tuple[int, str]] = []
@@ -350,33 +364,53 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> None:
     w.page.on("request", lambda r: started.__setitem__(r, current["path"]))
     w.page.on("requestfinished", lambda r: sizes.append((r.sizes()["responseBodySize"], r.url))
               if started.get(r) == current["path"] else None)
+    records = {}
     try:
         for path in pages:
             w.page.wait_for_load_state("networkidle")  # the page before has finished its requests
             for got in (sizes, w.errors, w.warnings, w.offhost, w.failed):
                 got.clear()
-            html = (built_site / path).read_text()
             current["path"] = path
+            redirect = 'http-equiv="refresh"' in (built_site / path).read_text().lower()  # index.html -> the first chapter
             w.goto(path)
-            if "application/vnd.jupyter.widget-state+json" in html:
-                # the explorers have rendered (attached: one may sit in a folded optional section)
-                w.page.wait_for_selector(".attn-w", timeout=20000, state="attached")
-            w.open_folds()  # folded code and output are checked as a reader who opens them sees them
+            if not redirect:
+                # the explorers have rendered (one .attn-w root per view; one may sit in a folded optional section)
+                w.page.wait_for_function(f"document.querySelectorAll('{VIEWS}').length <= document.querySelectorAll('.attn-w').length",
+                                         timeout=30000)
+            w.open_folds()
             w.page.wait_for_timeout(300)
-            sideways = w.page.evaluate(SIDEWAYS)
-            _check_page_at_desktop_width(path, html, w, sizes, sideways, rows)
+            record = {"sideways": w.page.evaluate(SIDEWAYS),
+                      "axe": None if redirect else axe_findings(w.page, path),
+                      "text": w.page.evaluate(zh_english.COLLECT) if path in reading else None}
+            w.page.wait_for_load_state("networkidle")
+            records[path] = record | {"sizes": list(sizes), "errors": _errors(w), "warnings": list(w.warnings),
+                                      "offhost": list(w.offhost), "failed": list(w.failed)}
     finally:
         w.close()
+    return records
+
+
+def check_loads_at_desktop_width(built_site, records: dict[str, dict], lang: str) -> None:
+    """Of every page of the walk above but the search and index pages: no request to another host, no failed
+    request, no page error, no console error or warning; no code, listing or output that scrolls sideways; no
+    MathJax script, its fonts only where the page has maths, the widget runtime iff it has widgets; every page
+    within its budget of bytes on the wire (with widgets: runtime, widget state, maths and figures included)."""
+    pages = _site_pages(built_site, lang)
+    assert set(pages) <= set(records), sorted(set(pages) - set(records))
+    rows = []
+    for path in pages:
+        _check_page_at_desktop_width(path, (built_site / path).read_text(), records[path], rows)
     print("\npage weights (transferred, gzip):\n" + "\n".join(rows))
 
 
-def _check_page_at_desktop_width(path: str, html: str, w, sizes: list, sideways: list, rows: list) -> None:
+def _check_page_at_desktop_width(path: str, html: str, record: dict, rows: list) -> None:
     """The checks of one page of the desktop pass (above); adds its weight to ``rows``."""
+    sideways, sizes = record["sideways"], record["sizes"]
     assert sideways == [], f"{path}: code or output that scrolls sideways at 1366 px (scroll, box, text): {sideways}"
-    assert _errors(w) == [], (path, w.errors)
-    assert w.warnings == [], f"{path}: console warnings (the strict rule: none on any page): {w.warnings}"
-    assert w.offhost == [], f"{path}: requests to other hosts: {w.offhost}"
-    assert w.failed == [], f"{path}: failed requests: {w.failed}"
+    assert record["errors"] == [], (path, record["errors"])
+    assert record["warnings"] == [], f"{path}: console warnings (the strict rule: none on any page): {record['warnings']}"
+    assert record["offhost"] == [], f"{path}: requests to other hosts: {record['offhost']}"
+    assert record["failed"] == [], f"{path}: failed requests: {record['failed']}"
     if 'http-equiv="Refresh"' in html or 'http-equiv="refresh"' in html:
         return  # a redirect (index.html -> the intro): the target page is measured itself
     total, urls = sum(s for s, _ in sizes), [u for _, u in sizes]

@@ -105,12 +105,15 @@ def test_stopwatch_times_a_block_once_on_the_clock_it_is_given():
 
 def test_threads_sets_the_thread_count_for_the_measurement_only():
     before = torch.get_num_threads()
-    seen = []
-    attn.measure.compare({"a": lambda: seen.append(torch.get_num_threads())}, rounds=2, min_run_time=0, threads=1)
-    assert set(seen) == {1} and torch.get_num_threads() == before
-    if before > 1:  # the default: torch's current count
+    torch.set_num_threads(2)  # (the parallel test workers run with one: tests/conftest.py)
+    try:
+        seen = []
+        attn.measure.compare({"a": lambda: seen.append(torch.get_num_threads())}, rounds=2, min_run_time=0, threads=1)
+        assert set(seen) == {1} and torch.get_num_threads() == 2
         attn.measure.seconds(lambda: seen.append(torch.get_num_threads()), min_run_time=0)
-        assert seen[-1] == before
+        assert seen[-1] == 2  # the default: torch's current count
+    finally:
+        torch.set_num_threads(before)
     with pytest.raises(ValueError, match="threads must be a positive integer"):
         attn.measure.seconds("pass", threads=0)
 

@@ -123,10 +123,22 @@ def test_the_mask_explorer_works_on_the_chinese_explorers_page(watch):
 
 # --- every Chinese page, as tests/test_browser.py and tests/test_reading_surface.py check the English ones --
 
-def test_every_chinese_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, browser, site_server):
-    from test_browser import walk_at_desktop_width
+def test_every_chinese_page_loads_only_from_the_site_without_errors_and_within_its_weight_budget(built_site, desktop_walk):
+    from test_browser import check_loads_at_desktop_width
 
-    walk_at_desktop_width(built_site, browser, site_server, "zh")
+    check_loads_at_desktop_width(built_site, desktop_walk("zh"), "zh")
+
+
+def test_axe_finds_no_critical_or_serious_fault_on_any_chinese_page(built_site, desktop_walk):
+    from test_accessibility import check_axe
+
+    check_axe(built_site, desktop_walk("zh"), "zh")
+
+
+def test_no_chinese_page_is_more_than_five_percent_english(built_site, desktop_walk):
+    from test_zh_english import check_english_share
+
+    check_english_share(built_site, desktop_walk("zh"))
 
 
 def test_every_chinese_page_on_a_phone_fits_the_screen_sets_tables_apart_and_logs_no_console_warning(built_site, browser, site_server):
