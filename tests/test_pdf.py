@@ -168,6 +168,33 @@ def test_a_glyph_named_as_a_radical_is_named_as_its_ideograph():
     assert "<05> <957F>" in pdf._radical_free(one, {0x2ED3: "\u957F"}).decode("latin-1")
 
 
+def test_an_update_appended_by_hand_replaces_the_streams_and_keeps_the_file_before_it(tmp_path):
+    """pdf.append_update: a reader sees the new stream and every other object as before, the trailer keeps its
+    Root and Info and points at the table before it, and the printed file is the update's first bytes, unchanged."""
+    from pypdf import PdfReader, PdfWriter
+    from pypdf.generic import ArrayObject, DecodedStreamObject, NameObject
+
+    writer = PdfWriter()
+    writer.add_blank_page(100, 100)
+    writer.add_metadata({"/Title": "t"})
+    refs = []
+    for text in (b"one", b"two"):
+        stream = DecodedStreamObject()
+        stream.set_data(text)
+        refs.append(writer._add_object(stream))
+    writer.pages[0][NameObject("/Streams")] = ArrayObject(refs)
+    path = tmp_path / "a.pdf"
+    writer.write(path)
+    printed = path.read_bytes()
+    before = PdfReader(path)
+    pdf.append_update(path, before.trailer, {(refs[1].idnum, refs[1].generation): b"TWO, again"})
+    after = PdfReader(path, strict=True)
+    assert [ref.get_object().get_data() for ref in after.pages[0]["/Streams"]] == [b"one", b"TWO, again"]
+    assert path.read_bytes().startswith(printed) and path.read_bytes().count(b"%%EOF") == printed.count(b"%%EOF") + 1
+    assert after.metadata.title == "t" and after.trailer.raw_get("/Root").idnum == before.trailer.raw_get("/Root").idnum
+    assert after.trailer["/Prev"] == int(printed[printed.rindex(b"startxref") + 9:].split()[0])
+
+
 def test_the_ideographs_of_the_radicals_come_from_the_fonts_that_print_chinese():
     table = pdf.radical_ideographs()
     if not table:
