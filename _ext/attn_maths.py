@@ -128,6 +128,68 @@ def python_descriptions(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+# A heading or a link is named by its text (a screen reader's list of headings, the page's contents), and the
+# name Chromium computes from a formula's assistive MathML is empty: "Why divide by ?". A formula inside one
+# carries the formula as a line of text instead (aria-label on its <math>), in Unicode (√dₖ, (L, S)) that a
+# screen reader speaks in its own language; elsewhere the MathML is left for screen readers that read maths.
+_NAMED_BY_CONTENT = re.compile(r"<(h[1-6]|a|button|summary|th|caption)\b[^>]*>.*?</\1>", re.S)
+_SUB = dict(zip("0123456789+-=()aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉₊₋₌₍₎ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ", strict=True))
+_SUP = dict(zip("0123456789+-=()in", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁱⁿ", strict=True))
+_SPACED = {"=", "+", "\u2212", "<", ">", "\u2264", "\u2265", "\u2248", "\u2260", "\u2192", "\u00D7", "\u22C5", "\u2208"}
+
+
+def named_by_content(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text`` that are an element named by its content: a heading, a link, a button, a summary,
+    a table header cell, a caption."""
+    return [m.span() for m in _NAMED_BY_CONTENT.finditer(text)]
+
+
+def linear_text(mathml: str) -> str:
+    """A formula's MathML as one line of Unicode text: sub- and superscripts as such characters where each has
+    one (d_k -> dₖ), else after _ and ^; a fraction a/b; a root √; a compound part in brackets."""
+    import xml.etree.ElementTree as ET
+
+    def wrap(s: str) -> str:  # brackets around a part with an operator in it
+        return f"({s})" if any(c in " +-\u2212=/,<>_^" for c in s) else s
+
+    def script(s: str, table: dict, mark: str) -> str:
+        return "".join(table[c] for c in s) if s and all(c in table for c in s) else mark + wrap(s)
+
+    def line(el) -> str:
+        tag = el.tag.rsplit("}", 1)[-1]
+        parts = [line(child) for child in el]
+        if tag in {"mi", "mn", "mtext", "ms"}:
+            return (el.text or "").strip()
+        if tag == "mo":
+            op = (el.text or "").strip()
+            return f" {op} " if op in _SPACED else (", " if op == "," else op)
+        if tag == "msub" and len(parts) == 2:
+            return parts[0] + script(parts[1], _SUB, "_")
+        if tag == "msup" and len(parts) == 2:
+            return parts[0] + script(parts[1], _SUP, "^")
+        if tag == "msubsup" and len(parts) == 3:
+            return parts[0] + script(parts[1], _SUB, "_") + script(parts[2], _SUP, "^")
+        if tag == "mfrac" and len(parts) == 2:
+            return f"{wrap(parts[0])}/{wrap(parts[1])}"
+        if tag == "msqrt":
+            return "√" + wrap("".join(parts))
+        if tag == "mroot" and len(parts) == 2:
+            return f"{wrap(parts[0])}^(1/{parts[1]})"
+        return "".join(parts)
+
+    return re.sub(r"\s+", " ", line(ET.fromstring(mathml))).strip()
+
+
+def label_for_names(chtml: str) -> str:
+    """The typeset formula with its text (linear_text) as the name of its <math>, for a formula in an element
+    named by its content."""
+    mathml = re.search(r"<math\b.*?</math>", chtml, re.S)
+    if mathml is None:
+        raise MathsError(f"no assistive MathML in a typeset formula: {chtml[:200]}")
+    label = html.escape(linear_text(mathml[0]), quote=True)
+    return chtml[:mathml.start()] + f'<math aria-label="{label}"' + chtml[mathml.start() + len("<math"):]
+
+
 # FONTS_EARLY. A formula's glyphs are boxes sized by the stylesheet, but where each box puts its baseline
 # comes from the metrics of the first font in its family list, MJXZERO (CHTML's line-height 0 sets a line's
 # baseline half the font's ascent minus descent below the middle; every MathJax font has ascent = descent).
@@ -282,9 +344,9 @@ def write_typeset(outdir: pathlib.Path, texts: dict, requests: list[dict]) -> No
     for done in result["pages"]:
         rendered = iter(done["html"])
         page_text = texts[done["page"]]
-        in_api = python_descriptions(page_text)
+        in_api, named = python_descriptions(page_text), named_by_content(page_text)
 
-        def replace(match, rendered=rendered, in_api=in_api):
+        def replace(match, rendered=rendered, in_api=in_api, named=named):
             # The element Sphinx wrote stays as it was, with its class (the theme lays formulas out by it),
             # any equation id and number (links to it keep working); only the TeX becomes MathJax's CHTML.
             if match["body"].startswith(TYPESET):
@@ -292,6 +354,8 @@ def write_typeset(outdir: pathlib.Path, texts: dict, requests: list[dict]) -> No
             chtml = next(rendered)
             if match["tag"] == "div" or any(a <= match.start() < b for a, b in in_api):
                 chtml = chtml.replace("<mjx-container", FOCUSABLE, 1)
+            if any(a <= match.start() < b for a, b in named):
+                chtml = label_for_names(chtml)
             return f'{match["open"]}{match["eqno"] or ""}{chtml}</{match["tag"]}>'
 
         text = MATH.sub(replace, page_text)

@@ -120,6 +120,30 @@ def test_formulas_that_can_scroll_are_focusable_and_the_fonts_drawn_with_are_nam
     assert attn_maths.drawn_families("<html><head></head><body><p>no maths</p></body></html>") == []
 
 
+def test_a_formula_in_a_heading_or_a_link_names_itself_in_a_line_of_text(tmp_path):
+    """A heading or a link is named by its text, which a formula's MathML leaves empty in Chromium ("Why divide
+    by ?"): there its <math> carries the formula as Unicode text; in prose the MathML is left to screen readers."""
+    page = tmp_path / "p.html"
+    page.write_text(
+        '<html><head></head><body><h2>Why divide by <span class="math notranslate nohighlight">\\(\\sqrt{d_k}\\)</span>?</h2>'
+        '<nav><a href="#w">Why divide by <span class="math notranslate nohighlight">\\(\\sqrt{d_k}\\)</span>?</a></nav>'
+        '<p>Cost <span class="math notranslate nohighlight">\\(O(L^2 d)\\)</span>.</p></body></html>')
+    app = type("App", (), {"outdir": str(tmp_path), "builder": type("B", (), {"format": "html"})})
+    attn_maths.typeset_pages(app, None)
+    assert re.findall(r"<math\b[^>]*>", page.read_text()) == [
+        '<math aria-label="√dₖ" xmlns="http://www.w3.org/1998/Math/MathML">'] * 2 + [
+        '<math xmlns="http://www.w3.org/1998/Math/MathML">']
+
+
+@pytest.mark.parametrize(("tex", "text"), [
+    ("6PT", "6PT"), ("(L, S)", "(L, S)"), ("1/\\sqrt{d_k}", "1/√dₖ"), ("d = 4", "d = 4"),
+    ("x_{i,j}^{2}", "x_(i, j)²"), ("\\frac{QK^\\top}{\\sqrt{d}}", "(QK^⊤)/√d"), ("\\mathrm{softmax}(x)", "softmax(x)"),
+])
+def test_a_formula_as_a_line_of_text(tex, text):
+    mathml = re.search(r"<math\b.*?</math>", _render((tex, False))[0], re.S)[0]
+    assert attn_maths.linear_text(mathml) == text
+
+
 # ----- the built site, both editions
 
 def _pages(built_site: pathlib.Path) -> list[pathlib.Path]:
@@ -254,6 +278,23 @@ def test_the_sites_fonts_hold_the_glyphs_its_pages_draw_as_they_were(built_site,
             _same_glyphs_for_what_is_drawn(ASSETS_FONTS / font.name, font, drawn)
     whole = sum((ASSETS_FONTS / f.name).stat().st_size for f in fonts)
     assert sum(f.stat().st_size for f in fonts) < whole * 0.7
+
+
+@pytest.mark.parametrize("path", ["book/self_attention.html", "zh/book/debugging_attention.html"])
+def test_headings_and_links_with_a_formula_are_named_with_it_in_chromium(watch, path):
+    """As a screen reader lists a page's headings and links: the names Chromium computes hold the formula
+    (label_for_names), not a gap ("Why divide by ?")."""
+    page = watch.goto(path)
+    nodes = watch.context.new_cdp_session(page).send("Accessibility.getFullAXTree")["nodes"]
+    named = [(n["role"]["value"], n["name"]["value"]) for n in nodes
+             if n.get("role", {}).get("value") in ("heading", "link") and "√dₖ" in n.get("name", {}).get("value", "")]
+    assert sorted({role for role, _ in named}) == ["heading", "link"], named
+    want = r"Why divide by √dₖ ?\?" if path.startswith("book/") else r"1\. 缺少 1/√dₖ"
+    assert all(re.fullmatch(want, name) for _, name in named), named
+    # and every formula in a heading of the built page carries its text
+    headings = re.findall(r"<h[1-6]\b.*?</h[1-6]>", page.content(), re.S)
+    maths = [m for h in headings for m in re.findall(r"<math\b[^>]*>", h)]
+    assert maths and all("aria-label=" in m for m in maths), maths
 
 
 @pytest.mark.parametrize("path", ["book/self_attention.html", "zh/book/causal_attention.html"])
