@@ -26,6 +26,11 @@ Each fix changes markup that another package writes, in the written page, at ``b
    toggles, the navigation landmarks, the search field) are given in the edition's language where the
    configuration has a table of them (``attn_theme_words``: the Chinese edition; attn_theme_words.py).
    A name in the page's language is read in that language by a screen reader (WCAG 3.1.2).
+7. The themes' Font Awesome icons (``<i class="fa-solid fa-angle-left">``) draw a private-use character, which
+   Chromium puts into the name of the link or button around them ("\uf104 Previous Why attention"): a screen
+   reader reads it as a symbol, or an unknown character. Every such icon is ``aria-hidden`` (each control
+   that holds one also has text or a label of its own; axe's link-name and button-name rules, run on every
+   page, would find one that does not).
 
 The theme's search field is fixed in its template (``_templates/search-button-field.html``).
 """
@@ -46,6 +51,14 @@ EXPLORERS = "attn.book.widgets."
 _TOC_TOGGLE = re.compile(r'(<a class="(?:current )?reference internal" href="[^"]*">((?:(?!</a>).)*)</a>\s*<details(?:\s[^>]*)?>\s*)'
                          r'<summary>(?=\s*<span class="toctree-toggle")', re.S)
 TOGGLE_NAME = {"en": "Pages of {title}", "zh": "{title}的各页"}
+
+
+_ICON = re.compile(r'<(i|span) class="(?:fa|fab|fas|far|fa-[a-z-]+)(?: [^"]*)?"(?![^>]*\baria-hidden=)')
+
+
+def hide_icons(html: str) -> str:
+    """Every Font Awesome icon element aria-hidden (see 7. above)."""
+    return _ICON.sub(lambda m: m.group(0) + ' aria-hidden="true"', html)
 
 
 def name_folds_by_their_text(html: str) -> str:
@@ -109,7 +122,7 @@ def fix_page(html: str, lang: str = "en", words: dict[str, str] | None = None) -
     from attn_theme_words import translate_attributes
 
     html = translate_attributes(name_toc_toggles(name_folds_by_their_text(html), lang), words)
-    html = list_items_for_citations(html)
+    html = hide_icons(list_items_for_citations(html))
     if 'class="attn-table"' in html:
         html = _TABLE.sub(lambda m: table_headers(m.group(0)), html)
     return current_front_ends(html)

@@ -84,6 +84,32 @@ def test_a_page_gets_the_explorers_current_front_ends():
         attn_a11y.fix_page(gone)
 
 
+def test_the_themes_icons_are_hidden_and_nothing_else():
+    html = ('<a class="left-prev" href="a.html"><i class="fa-solid fa-angle-left"></i><p>Previous</p></a>'
+            '<button aria-label="Menu"><span class="fa-solid fa-bars"></span></button><i class="fab fa-github" aria-hidden="true"></i>'
+            '<span class="fabulous">text</span><i>emphasis</i>')
+    assert attn_a11y.hide_icons(html) == html.replace('fa-angle-left"', 'fa-angle-left" aria-hidden="true"').replace(
+        'fa-bars"', 'fa-bars" aria-hidden="true"')
+
+
+def test_names_in_chromium_hold_no_icon_character_and_the_seed_field_is_named_by_its_label(built_site, watch):
+    """What a screen reader says for the links, buttons and fields of a chapter (Chromium's accessibility tree):
+    no private-use character of an icon font ("\uf104 Previous"), and the mask explorer's seed field named
+    "seed", not with the button its label also holds ("seed new seed")."""
+    for page in sorted(built_site.rglob("*.html")):
+        if "_static" not in page.parts:
+            icons = re.findall(r'<(?:i|span) class="fa[bsr]?[ -][^>]*>', page.read_text(encoding="utf-8"))
+            assert all('aria-hidden="true"' in tag for tag in icons), (page, [t for t in icons if "aria-hidden" not in t])
+    page = watch.goto("book/self_attention.html")
+    page.wait_for_selector(".attn-mask-explorer input[name=seed]", timeout=30000)
+    nodes = watch.context.new_cdp_session(page).send("Accessibility.getFullAXTree")["nodes"]
+    named = [(n["role"]["value"], n["name"]["value"]) for n in nodes
+             if n.get("role", {}).get("value") in ("link", "button", "spinbutton", "slider", "combobox") and n.get("name", {}).get("value")]
+    assert [name for _, name in named if re.search("[\ue000-\uf8ff]", name)] == []
+    assert ("link", "Previous Why attention") in named and ("link", "Next Multi-head attention") in named
+    assert ("spinbutton", "seed") in named and ("button", "new seed") in named
+
+
 # --------------------------------------------------------------------------- axe-core on every page
 # Run on each page of both editions by the one desktop walk over every page (tests/test_browser.py
 # walk_at_desktop_width; its tests: test_axe_finds_no_critical_or_serious_fault_on_any_english_page there,

@@ -158,7 +158,8 @@ function render({ model, el }) {
   const pIn = range("prefix", 0, MAX_LEN), pOut = h("output");
   const bSel = h("select", { name: "batch" });
   const lenIn = range("length", 0, MAX_LEN), lenOut = h("output");
-  const seedIn = h("input", { type: "number", name: "seed", min: 0, max: 2147483647, step: 1 });
+  // named by its label's text alone: the label also holds the button, whose text would join the name ("seed new seed")
+  const seedIn = h("input", { type: "number", name: "seed", min: 0, max: 2147483647, step: 1, "aria-label": tr("seed") });
   const reseed = h("button", { type: "button", name: "new_seed" }, tr("new seed"));
   const controls = h("div", { class: "attn-controls" },
     field("kind", tr("mask"), kindSel),
