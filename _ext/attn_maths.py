@@ -158,8 +158,10 @@ def linear_text(mathml: str) -> str:
     def line(el) -> str:
         tag = el.tag.rsplit("}", 1)[-1]
         parts = [line(child) for child in el]
-        if tag in {"mi", "mn", "mtext", "ms"}:
+        if tag in {"mi", "mn"}:
             return (el.text or "").strip()
+        if tag in {"mtext", "ms"}:  # words keep the spaces around them (\text{ if })
+            return el.text or ""
         if tag == "mo":
             op = (el.text or "").strip()
             return f" {op} " if op in _SPACED else (", " if op == "," else op)

@@ -405,10 +405,11 @@ def unify_radicals(path: pathlib.Path) -> int:
 
 
 def append_update(path: pathlib.Path, trailer, streams: dict[tuple[int, int], bytes]) -> None:
-    """Append to the PDF at ``path`` an incremental update (ISO 32000-1, 7.5.6) in which each stream object
-    (number, generation) -> its new data, compressed; ``trailer``: the file's last trailer (pypdf's), whose
-    Root, Info and ID the new one repeats. Written by hand, not by pypdf's incremental writer, which hashes
-    every object of the file when it opens it (9 of the 13-15 s this step took per edition)."""
+    """Append to the PDF at ``path`` an incremental update (ISO 32000-1, 7.5.6) that replaces each stream object
+    named in ``streams`` (its number and generation) by the data given for it, compressed; ``trailer``: the
+    file's last trailer (pypdf's), whose Root, Info and ID the new one repeats. Written by hand, not by pypdf's
+    incremental writer, which hashes every object of the file when it opens it (9 of the 13-15 s this step
+    took per edition)."""
     import io
     import zlib
 

@@ -137,7 +137,7 @@ def test_a_formula_in_a_heading_or_a_link_names_itself_in_a_line_of_text(tmp_pat
 
 @pytest.mark.parametrize(("tex", "text"), [
     ("6PT", "6PT"), ("(L, S)", "(L, S)"), ("1/\\sqrt{d_k}", "1/√dₖ"), ("d = 4", "d = 4"),
-    ("x_{i,j}^{2}", "x_(i, j)²"), ("\\frac{QK^\\top}{\\sqrt{d}}", "(QK^⊤)/√d"), ("\\mathrm{softmax}(x)", "softmax(x)"),
+    ("x_{i,j}^{2}", "x_(i, j)²"), ("a \\text{ if } b", "a if b"), ("\\frac{QK^\\top}{\\sqrt{d}}", "(QK^⊤)/√d"), ("\\mathrm{softmax}(x)", "softmax(x)"),
 ])
 def test_a_formula_as_a_line_of_text(tex, text):
     mathml = re.search(r"<math\b.*?</math>", _render((tex, False))[0], re.S)[0]

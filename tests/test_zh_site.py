@@ -1,7 +1,7 @@
 """The site in both languages: the Chinese edition under zh/, a language switch on every page that
 lands on the same page, Chinese search, Colab and downloads opening the Chinese reader editions, and
-the explorers working on Chinese pages. (The walks over every page of tests/test_browser.py and
-tests/test_reading_surface.py cover the Chinese pages too: they take every page of the site.)"""
+the explorers working on Chinese pages; and every Chinese page walked as the English ones are (the walks of
+tests/test_browser.py, at a desktop's width, and tests/test_reading_surface.py, on a phone), here."""
 
 import json
 import pathlib
