@@ -131,9 +131,9 @@ def axe_findings(page, path: str) -> list[list[str]]:
 def check_axe(built_site: pathlib.Path, records: dict[str, dict], lang: str) -> None:
     """No critical or serious fault on any page of the edition (the walk's records), the index.html redirect aside:
     it leaves at once for the first chapter."""
-    edition = built_site / "zh" if lang == "zh" else built_site
-    every = {str(p.relative_to(built_site)) for p in edition.rglob("*.html")
-             if "_static" not in p.parts and (lang == "zh" or p.relative_to(built_site).parts[0] != "zh")}
+    from test_browser import _site_pages
+
+    every = set(_site_pages(built_site, lang, every=True))
     pages = sorted(p for p, r in records.items() if r["axe"] is not None)
     assert set(records) == every and set(every) - set(pages) == {("zh/" if lang == "zh" else "") + "index.html"}
     assert {"book/explorers.html", "book/references.html", "search.html", "404.html"} <= {p.removeprefix("zh/") for p in pages}

@@ -21,6 +21,11 @@ def _errors(watch):
     return list(watch.errors)
 
 
+def _redirects(html: str) -> bool:
+    """Whether a built page only sends the reader on (index.html -> the first chapter: a refresh tag)."""
+    return 'http-equiv="refresh"' in html.lower()
+
+
 def _site_pages(built_site, lang: str = "en", every: bool = False):
     """The pages of one edition of the site: English at the root, Chinese ("zh") under zh/; the index and the
     search page too with ``every``."""
@@ -231,6 +236,20 @@ def test_positional_explorer_point_follows_the_position_slider(watch):
         or (y, x) == pytest.approx((torch.tensor(angle).sin().item(), torch.tensor(angle).cos().item()), abs=1e-3)
 
 
+def test_positional_explorer_play_moves_the_position_and_its_button_says_what_a_press_does(watch):
+    page = watch.goto("book/explorers.html")
+    page.wait_for_selector(".attn-pe-explorer circle.attn-pe-point", timeout=20000)
+    root = page.locator(".attn-pe-explorer").first
+    play = root.locator("button[name=play]")
+    start = root.get_attribute("data-position")
+    play.click()
+    assert root.get_by_role("button", name="\u275a\u275a pause", exact=True).count() == 1
+    page.wait_for_function(f"document.querySelector('.attn-pe-explorer').dataset.position !== '{start}'")
+    play.click()
+    assert root.get_by_role("button", name="\u25b6 play", exact=True).count() == 1
+    assert play.get_attribute("aria-pressed") is None  # named by what a press does, not also a pressed toggle
+
+
 # --- pictures and budgets -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("selector", [".attn-mask-explorer", ".attn-head-view", ".attn-pe-explorer"])
@@ -371,7 +390,7 @@ def walk_at_desktop_width(built_site, browser, site_server, lang: str) -> dict[s
             for got in (sizes, w.errors, w.warnings, w.offhost, w.failed):
                 got.clear()
             current["path"] = path
-            redirect = 'http-equiv="refresh"' in (built_site / path).read_text().lower()  # index.html -> the first chapter
+            redirect = _redirects((built_site / path).read_text())
             w.goto(path)
             if not redirect:
                 # the explorers have rendered (one .attn-w root per view; one may sit in a folded optional section)
@@ -411,8 +430,8 @@ def _check_page_at_desktop_width(path: str, html: str, record: dict, rows: list)
     assert record["warnings"] == [], f"{path}: console warnings (the strict rule: none on any page): {record['warnings']}"
     assert record["offhost"] == [], f"{path}: requests to other hosts: {record['offhost']}"
     assert record["failed"] == [], f"{path}: failed requests: {record['failed']}"
-    if 'http-equiv="Refresh"' in html or 'http-equiv="refresh"' in html:
-        return  # a redirect (index.html -> the intro): the target page is measured itself
+    if _redirects(html):
+        return  # the target page is measured itself
     total, urls = sum(s for s, _ in sizes), [u for _, u in sizes]
     has_widgets = "application/vnd.jupyter.widget-state+json" in html
     has_maths = 'class="math' in html

@@ -118,6 +118,20 @@ def test_browser_reader_types_a_prompt_steps_and_sees_the_cache_fill_and_pytorch
 
 
 @needs_browser
+def test_browser_play_button_is_named_by_what_a_press_does_and_is_not_also_a_pressed_toggle(show, explorer):  # noqa: F811
+    """Play, then pause: the name says it; aria-pressed as well would make a screen reader say "pause, pressed"."""
+    page = show(explorer)
+    play = page.locator(".host-0 button[name=play]")
+    assert page.get_by_role("button", name="\u25b6 play", exact=True).count() == 1
+    play.click()
+    assert page.get_by_role("button", name="\u275a\u275a pause", exact=True).count() == 1
+    page.wait_for_function("+document.querySelector('.host-0 .attn-gen-explorer').dataset.steps > 1")  # it plays
+    assert play.get_attribute("aria-pressed") is None
+    play.click()
+    assert page.get_by_role("button", name="\u25b6 play", exact=True).count() == 1 and play.get_attribute("aria-pressed") is None
+
+
+@needs_browser
 def test_browser_refuses_unknown_characters_and_a_too_long_prompt_with_a_visible_message(show, explorer):  # noqa: F811
     page = show(explorer)
     root, note = page.locator(".host-0 .attn-gen-explorer"), page.locator(".host-0 .attn-note")

@@ -79,7 +79,9 @@ function render({ model, el }) {
   el.append(root);
   const promptIn = h("input", { type: "text", name: "prompt", spellcheck: "false", autocomplete: "off", size: 26 });
   const stepBtn = h("button", { type: "button", name: "step" }, tr("step \u25b8"));
-  const playBtn = h("button", { type: "button", name: "play", "aria-pressed": "false" }, tr("\u25b6 play"));
+  // Its text says what a press does (play, then pause): no aria-pressed as well, or a screen reader would
+  // say "pause, toggle button, pressed" (a toggle button keeps one name; WAI-ARIA APG, button pattern).
+  const playBtn = h("button", { type: "button", name: "play" }, tr("\u25b6 play"));
   const resetBtn = h("button", { type: "button", name: "reset" }, tr("\u21ba reset"));
   const layerSel = h("select", { name: "layer" });
   root.append(h("div", { class: "attn-controls" }, labelled("prompt", tr("prompt"), promptIn), stepBtn, playBtn, resetBtn,
@@ -112,7 +114,7 @@ function render({ model, el }) {
 
   function stop() {
     clearInterval(timer); timer = null;
-    playBtn.setAttribute("aria-pressed", "false"); playBtn.textContent = tr("\u25b6 play");
+    playBtn.textContent = tr("\u25b6 play");
   }
 
   /** A fresh run for the prompt typed: ids, an empty cache; null (and a visible message) if it cannot run. */
@@ -326,7 +328,7 @@ function render({ model, el }) {
     if (timer) return stop();
     if (!run || run.out.length >= maxNew()) start();
     if (!run) return;
-    playBtn.setAttribute("aria-pressed", "true"); playBtn.textContent = tr("\u275a\u275a pause");
+    playBtn.textContent = tr("\u275a\u275a pause");
     timer = setInterval(() => { if (!step()) stop(); }, 120);
   });
   // From Python (or another view): a new prompt is shown and run; our own model.set of it changes nothing.

@@ -38,7 +38,9 @@ function render({ model, el }) {
   const encSel = h("select", { name: "encoding" });
   const posIn = h("input", { type: "range", name: "position", min: 0, step: 1 }), posOut = h("output");
   const pairIn = h("input", { type: "range", name: "pair", min: 0, step: 1 }), pairOut = h("output");
-  const play = h("button", { type: "button", name: "play", "aria-pressed": "false" }, tr("\u25b6 play"));
+  // Its text says what a press does (play, then pause): no aria-pressed as well, or a screen reader would
+  // say "pause, toggle button, pressed" (a toggle button keeps one name; WAI-ARIA APG, button pattern).
+  const play = h("button", { type: "button", name: "play" }, tr("\u25b6 play"));
   root.append(h("div", { class: "attn-controls" },
     labelled("encoding", tr("encoding"), encSel),
     labelled("position", tr("position p"), posIn, posOut),
@@ -53,10 +55,10 @@ function render({ model, el }) {
   posIn.addEventListener("input", () => put("position", parseInt(posIn.value, 10)));
   pairIn.addEventListener("input", () => put("pair", parseInt(pairIn.value, 10)));
   let timer = null;
-  const stop = () => { clearInterval(timer); timer = null; play.setAttribute("aria-pressed", "false"); play.textContent = tr("\u25b6 play"); };
+  const stop = () => { clearInterval(timer); timer = null; play.textContent = tr("\u25b6 play"); };
   play.addEventListener("click", () => {
     if (timer) return stop();
-    play.setAttribute("aria-pressed", "true"); play.textContent = tr("\u275a\u275a pause");
+    play.textContent = tr("\u275a\u275a pause");
     timer = setInterval(() => { const d = data(); put("position", (d.p + 1) % d.P); }, 160);
   });
 
