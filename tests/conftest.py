@@ -1,3 +1,4 @@
+import contextlib
 import os
 import pathlib
 
@@ -209,7 +210,9 @@ def serve_like_pages(built_site: pathlib.Path, prefix: str = SITE_PREFIX):
                 self.send_header("Content-Encoding", "gzip")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body)
+            # the browser may go away first (a page left, or closed, while it loaded)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.wfile.write(body)
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
     threading.Thread(target=server.serve_forever, daemon=True).start()
