@@ -14,7 +14,9 @@ the site: its place says so, with the address.
 
 The PDF lands at the edition's root (PDF_NAME in _ext/attn_print.py), and the introduction then
 links it (so a site built without the PDF links none). Chromium is Debian's (/usr/bin/chromium), driven by Playwright, offline: no host but
-the local server resolves.
+the local server resolves. Each PDF is then read back (check: every chapter in the outline, page
+numbers, links, text), and a wrong one fails the command; make test prints a short book of each
+edition (build_one's only=) the same way.
 """
 
 from __future__ import annotations
@@ -74,12 +76,18 @@ class PdfError(RuntimeError):
     pass
 
 
-def book_order(src: pathlib.Path) -> list[tuple[str | None, list[str]]]:
-    """(part caption or None, [page names]) in the order of the edition's _toc.yml."""
+def book_order(src: pathlib.Path, only: tuple[str, ...] | None = None) -> list[tuple[str | None, list[str]]]:
+    """(part caption or None, [page names]) in the order of the edition's _toc.yml; with ``only``, only
+    those pages (and the parts that hold one)."""
     toc = yaml.safe_load((src / "_toc.yml").read_text(encoding="utf-8"))
     order: list[tuple[str | None, list[str]]] = [(None, [toc["root"]])]
     for part in toc.get("parts", []):
         order.append((part.get("caption"), [p for c in part.get("chapters", []) for p in _with_sections(c)]))
+    if only is not None:
+        unknown = set(only) - {p for _, names in order for p in names}
+        if unknown:
+            raise PdfError(f"only={sorted(unknown)}: not pages of {src / '_toc.yml'}")
+        order = [(caption, kept) for caption, names in order for kept in [[p for p in names if p in only]] if kept]
     return order
 
 
@@ -182,11 +190,15 @@ class Chapter:
         return urllib.parse.urljoin(base_url, target) + (f"#{fragment}" if fragment else "")
 
 
-def assemble(edition_dir: pathlib.Path, src: pathlib.Path, place: str, lang_tag: str) -> tuple[str, list[str]]:
-    """The edition's book as one HTML document (served from the edition's root); and its chapters' titles."""
+def assemble(edition_dir: pathlib.Path, src: pathlib.Path, place: str, lang_tag: str,
+             only: tuple[str, ...] | None = None) -> tuple[str, list[tuple[str, str]]]:
+    """The edition's book as one HTML document (served from the edition's root); and its chapters, each as
+    (page name, title).
+    With ``only`` (page names), a short book of those pages, in the book's order (its other pages are then
+    out of the book: links to them go to the published site)."""
     lang = "zh" if lang_tag.startswith("zh") else "en"
     config = yaml.safe_load((src / "_config.yml").read_text(encoding="utf-8"))
-    order = book_order(src)
+    order = book_order(src, only)
     pages = {p for _, names in order for p in names}
     base_url = site_url(place)
     chapters = {p: Chapter(edition_dir, p, pages, base_url, lang) for p in pages}
@@ -235,7 +247,7 @@ def assemble(edition_dir: pathlib.Path, src: pathlib.Path, place: str, lang_tag:
            f"<title>{title}</title>{''.join(head)}<style>{BOOK_CSS}</style></head>"
            f'<body><div class="bd-article-container"><article class="bd-article" role="main">'
            f"{title_page}{''.join(contents)}{''.join(body)}</article></div></body></html>")
-    return doc, [chapters[n].title for _, names in order for n in names]
+    return doc, [(n, chapters[n].title) for _, names in order for n in names]
 
 
 def serve(directory: pathlib.Path, extra: dict[str, bytes]):
@@ -445,12 +457,115 @@ def append_update(path: pathlib.Path, trailer, streams: dict[tuple[int, int], by
     tmp.replace(path)
 
 
-def page_count(path: pathlib.Path) -> int:
-    try:
-        from pypdf import PdfReader
-    except ImportError:  # a rough count from the page objects (Chromium writes no object streams for them)
-        return len(re.findall(rb"/Type\s*/Page\b", path.read_bytes()))
-    return len(PdfReader(path).pages)
+# A heading and the words of a formula each edition's book must hold as text (so searchable, and copied as
+# written): the self-attention chapter's title and its scaled dot-product.
+KNOWN_TEXT = {"en": ("Self-attention", "softmax"), "zh": ("自注意力", "softmax")}
+KNOWN_PAGE = "book/self_attention"
+
+
+def outline(reader, items=None, depth=0) -> list[tuple[int, str, int]]:
+    """(depth, title, page index) of every bookmark of a PDF (pypdf's reader)."""
+    out = []
+    for item in reader.outline if items is None else items:
+        if isinstance(item, list):
+            out += outline(reader, item, depth + 1)
+        else:
+            out.append((depth, " ".join(item.title.split()), reader.get_destination_page_number(item)))
+    return out
+
+
+def radicals_in_text_maps(reader) -> dict[str, int]:
+    """The radicals (RADICALS) the fonts' text maps name, with how many glyphs map to each."""
+    found: dict[str, int] = {}
+    for stream in text_maps(reader.pages):
+        for chars in cmap_mapping(stream.get_data().decode("latin-1")).values():
+            for c in chars:
+                if RADICALS[0] <= ord(c) <= RADICALS[1]:
+                    found[c] = found.get(c, 0) + 1
+    return found
+
+
+def check(path: pathlib.Path, lang: str, chapters: list[tuple[str, str]], offered: pathlib.Path | None = None) -> dict:
+    """What a printed book must be, read back from the PDF: every chapter of ``chapters`` ((page name, title),
+    as ``assemble`` gives them) in the outline, in
+    order, each bookmark on a page holding its title; a few pages a chapter and a bounded size; "k / n" in the
+    footers; each link into the book lands on a page of it and none on the server that printed it; the
+    self-attention chapter's title and formula as text where it is in the book; no glyph named as a CJK radical.
+    With ``offered`` (the edition's introduction), that page links the PDF. Returns {pages, links};
+    raises PdfError with every problem found."""
+    from pypdf import PdfReader
+
+    reader = PdfReader(path)
+    titles = [title for _, title in chapters]
+    n, size = len(reader.pages), path.stat().st_size
+    problems = []
+    if not 5 * len(titles) <= n <= 1500:
+        problems.append(f"{n} pages for {len(titles)} chapters: expected 5 to 1,500 and at least 5 a chapter")
+    if size > 60e6:
+        problems.append(f"{size / 1e6:.1f} MB: over 60 MB")
+    # chapters compared without spaces: Chromium drops the space where a long heading wraps
+    entries: dict[str, int] = {}
+    for depth, title, page in outline(reader):
+        if depth == 1:  # one level below the parts
+            entries.setdefault(re.sub(r"\s+", "", title), page)
+    wanted = [re.sub(r"\s+", "", t) for t in titles]
+    missing = [t for t in wanted if t not in entries]
+    if missing:
+        problems.append(f"chapters missing from the outline: {missing}")
+    pages = [entries[t] for t in wanted if t in entries]
+    if pages != sorted(pages) or len(set(pages)) != len(pages):
+        problems.append(f"the outline's chapters are not in the book's order, one a page: {pages}")
+    for title in {wanted[0], wanted[-1]} - set(missing):
+        text = re.sub(r"\s+", "", reader.pages[entries[title]].extract_text())
+        if title[-6:] not in text:
+            problems.append(f"the bookmark of {title!r} lands on a page without it: {text[:200]!r}")
+    for k in sorted({2, n // 2, n}) if n >= 2 else []:
+        text = reader.pages[k - 1].extract_text()
+        if not re.search(rf"(?<!\d){k}\s*/\s*{n}(?!\d)", text):
+            problems.append(f"page {k}: no '{k} / {n}' in its footer: {text[-200:]!r}")
+    internal, local = 0, []
+    named = reader.named_destinations
+    for page in reader.pages:
+        for annot in page.get("/Annots") or []:
+            a = annot.get_object()
+            if a.get("/Subtype") != "/Link":
+                continue
+            action = a.get("/A")
+            action = None if action is None else action.get_object()
+            if action is not None and action.get("/S") == "/URI":
+                uri = str(action["/URI"])
+                if re.match(r"https?://(127\.0\.0\.1|localhost)", uri) or not uri.startswith(("https://", "http://", "mailto:")):
+                    local.append(uri)
+                continue
+            dest = a.get("/Dest") if action is None else action.get("/D")
+            if dest is None:
+                problems.append(f"a link with no destination: {a}")
+            elif isinstance(dest, (str, bytes)) or not hasattr(dest, "__len__"):
+                if str(dest) not in named:
+                    problems.append(f"a link to an unknown destination {dest!r}")
+                else:
+                    internal += 1
+            elif 0 <= reader.get_page_number(dest[0].get_object()) < n:
+                internal += 1
+    if internal < 3 * len(titles):  # the contents alone links every chapter
+        problems.append(f"{internal} links inside the book for {len(titles)} chapters: fewer than 3 a chapter")
+    if local:
+        problems.append(f"links to the server that printed the book, or to no host: {local[:10]}")
+    first = {name: entries.get(t) for (name, _), t in zip(chapters, wanted, strict=True)}.get(KNOWN_PAGE)
+    if first is not None:
+        text = " ".join(" ".join(p.extract_text() for p in reader.pages[first:first + 12]).split())
+        problems += [f"{words!r} is not in the text of the self-attention chapter's first pages"
+                     for words in KNOWN_TEXT[lang] if words not in text]
+    radicals = radicals_in_text_maps(reader)
+    if radicals:
+        problems.append(f"glyphs named as CJK radicals, not as their ideographs: {radicals}")
+    if offered is not None:
+        intro = offered.read_text(encoding="utf-8")
+        if not re.search(rf'class="attn-pdf"><a href="(\.\./)*{re.escape(PDF_NAME[lang])}"', intro):
+            problems.append(f"{offered.name} does not offer {PDF_NAME[lang]}")
+    if problems:
+        raise PdfError(f"{path}: " + "; ".join(problems))
+    return {"pages": n, "links": internal}
 
 
 def build(site: pathlib.Path = ROOT, editions: tuple[str, ...] = ("en", "zh")) -> list[dict]:
@@ -497,17 +612,22 @@ def offer(root: pathlib.Path, src: pathlib.Path, lang: str) -> None:
     tmp.replace(path)
 
 
-def build_one(html: pathlib.Path, lang: str) -> dict:
+def build_one(html: pathlib.Path, lang: str, only: tuple[str, ...] | None = None,
+              out: pathlib.Path | None = None) -> dict:
+    """Print the edition's book (with ``only``, a short book of those pages, written to ``out``, and not
+    offered by the site) and check it (``check``: a PdfError says what is wrong)."""
     from playwright.sync_api import sync_playwright
 
     src, place, tag = EDITIONS[lang]
     root = html / place if place else html
     start = time.perf_counter()
-    doc, _ = assemble(root, src, place, tag)
+    doc, chapters = assemble(root, src, place, tag, only)
     assembled = time.perf_counter()
     url_path = f"/{place + '/' if place else ''}_attn_book_{lang}.html"
     server = serve(html, {url_path: doc.encode("utf-8")})
-    out = root / PDF_NAME[lang]
+    if only is not None and out is None:
+        raise PdfError("a short book (only=...) is written to a path of its own (out=...), not as the site's PDF")
+    out = out or root / PDF_NAME[lang]
     title = yaml.safe_load((src / "_config.yml").read_text(encoding="utf-8")).get("title", "")
     try:
         with sync_playwright() as p:
@@ -518,10 +638,13 @@ def build_one(html: pathlib.Path, lang: str) -> dict:
         server.shutdown()
     printed = time.perf_counter()
     unified = unify_radicals(out)
-    offer(root, src, lang)
-    return {"edition": lang, "path": out, "pages": page_count(out), "bytes": out.stat().st_size,
+    unified_s = time.perf_counter() - printed
+    if only is None:
+        offer(root, src, lang)
+    checked = check(out, lang, chapters, offered=root / f"{book_order(src)[0][1][0]}.html" if only is None else None)
+    return {"edition": lang, "path": out, "pages": checked["pages"], "links": checked["links"], "bytes": out.stat().st_size,
             "seconds": round(time.perf_counter() - start, 1), "assemble_s": round(assembled - start, 1), **spent,
-            "radical_fonts": unified, "radicals_s": round(time.perf_counter() - printed, 1)}
+            "radical_fonts": unified, "radicals_s": round(unified_s, 1)}
 
 
 def main(argv: list[str]) -> int:

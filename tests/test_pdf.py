@@ -1,6 +1,8 @@
 """Print and PDF (issue 34): a chapter printed from the browser reads as a document (attn-print.css),
 and `make pdf` (scripts/pdf.py) writes one PDF per edition of the whole book, with an outline of
-every chapter, page numbers and links that stay inside it."""
+every chapter, page numbers and links that stay inside it. `make pdf` checks each book it prints
+(pdf.check); here a short book of each edition is printed the same way, read back, and the check is
+shown to fail on what it must catch."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ from bs4 import BeautifulSoup
 from scripts import pdf
 
 EDITIONS = {"en": "", "zh": "zh"}
-# A heading and the words of a formula each edition's PDF must hold as text (so searchable, and
-# copied as written): the self-attention chapter's title and its scaled dot-product.
-KNOWN_TEXT = {"en": ["Self-attention", "softmax"], "zh": ["自注意力", "softmax"]}
+# The short book make test prints of each edition: the introduction (where the site offers the whole book),
+# a chapter with maths, figures and code (its title and formula are read back), the explorers (printed as a
+# pointer to the site), the references (links out of the book). Printing the whole book (about 490 pages an
+# edition) is `make pdf`'s, which checks each PDF it writes with the same pdf.check (CI: make book).
+SAMPLE = ("book/intro", pdf.KNOWN_PAGE, "book/explorers", "book/references")
 
 
 def _pypdf():
@@ -27,128 +31,70 @@ def _pypdf():
 
 
 @pytest.fixture(scope="module")
-def book_pdfs(built_site) -> dict[str, pathlib.Path]:
-    """The PDFs of the built site, printed once per run (the first worker that needs them, under a lock)."""
-    from filelock import FileLock
+def short_books(built_site) -> dict[str, dict]:
+    """Each edition's short book (SAMPLE), printed and checked by pdf.build_one as `make pdf` prints the whole
+    book, outside the site (which offers only the whole book's PDF)."""
+    _pypdf()
+    folder = built_site.parent / "short-books"
+    folder.mkdir(exist_ok=True)
+    books = {}
+    for lang in EDITIONS:
+        r = pdf.build_one(built_site, lang, only=SAMPLE, out=folder / pdf.PDF_NAME[lang])
+        print(f"{lang}: {r['pages']} pages, {r['bytes'] / 1e6:.1f} MB, printed in {r['seconds']} s")
+        books[lang] = r
+    return books
 
-    paths = {lang: built_site / place / pdf.PDF_NAME[lang] for lang, place in EDITIONS.items()}
-    with FileLock(str(built_site.parent / "pdf.lock")):
-        missing = tuple(lang for lang, path in paths.items() if not path.exists())
-        if missing:
-            for r in pdf.build(built_site.parents[1], missing):
-                print(f"{r['edition']}: {r['pages']} pages, {r['bytes'] / 1e6:.1f} MB, printed in {r['seconds']} s")
-    return paths
 
-
-def _chapter_titles(built_site: pathlib.Path, lang: str) -> list[str]:
-    src = pdf.EDITIONS[lang][0]
-    titles = []
-    for _, names in pdf.book_order(src):
+def _chapters(built_site: pathlib.Path, lang: str) -> list[tuple[str, str]]:
+    """(page name, title) of the short book's chapters, read from the built pages' headings."""
+    chapters = []
+    for _, names in pdf.book_order(pdf.EDITIONS[lang][0], SAMPLE):
         for name in names:
             html = (built_site / EDITIONS[lang] / f"{name}.html").read_text(encoding="utf-8")
             h1 = BeautifulSoup(html, "html.parser").select_one("article.bd-article h1")
-            titles.append(" ".join(h1.get_text(" ", strip=True).rstrip("#").split()))
-    return titles
-
-
-def _text(page) -> str:
-    """A page's text, as a PDF viewer's search and copy read it (the fonts' text maps)."""
-    return page.extract_text()
-
-
-def _radicals_in_text_maps(reader) -> dict[str, int]:
-    """The radicals (scripts/pdf.py RADICALS) the fonts' text maps name, with how many glyphs map to each."""
-    found: dict[str, int] = {}
-    for stream in pdf.text_maps(reader.pages):
-        for chars in pdf.cmap_mapping(stream.get_data().decode("latin-1")).values():
-            for c in chars:
-                if pdf.RADICALS[0] <= ord(c) <= pdf.RADICALS[1]:
-                    found[c] = found.get(c, 0) + 1
-    return found
-
-
-def _outline(reader, items=None, depth=0) -> list[tuple[int, str, int]]:
-    """(depth, title, page index) of every bookmark."""
-    out = []
-    for item in reader.outline if items is None else items:
-        if isinstance(item, list):
-            out += _outline(reader, item, depth + 1)
-        else:
-            out.append((depth, " ".join(item.title.split()), reader.get_destination_page_number(item)))
-    return out
+            chapters.append((name, " ".join(h1.get_text(" ", strip=True).rstrip("#").split())))
+    return chapters
 
 
 @pytest.mark.parametrize("lang", EDITIONS)
-def test_pdf_outline_pages_and_links(book_pdfs, built_site, lang):
+def test_a_short_book_prints_with_its_outline_page_numbers_links_and_text(short_books, built_site, lang):
+    """The short book passed pdf.check when printed; read back here: each chapter of it in the outline in
+    order, and the self-attention chapter's heading and formula as text."""
     pypdf = _pypdf()
-    path = book_pdfs[lang]
-    reader = pypdf.PdfReader(path)
-    n = len(reader.pages)
-    titles = _chapter_titles(built_site, lang)
-    size = path.stat().st_size
-    print(f"{lang}: {n} pages, {size / 1e6:.1f} MB")
-    # the whole book, and not absurdly large: a few pages at least per chapter, a bounded size
-    assert 5 * len(titles) <= n <= 1500, n
-    assert size <= 60e6, f"{size / 1e6:.1f} MB"
+    book = short_books[lang]
+    reader = pypdf.PdfReader(book["path"])
+    chapters = _chapters(built_site, lang)
+    assert len(chapters) == len(SAMPLE) and book["pages"] == len(reader.pages) >= 5 * len(SAMPLE)
+    titles = [re.sub(r"\s+", "", t) for _, t in chapters]
+    bookmarks = [re.sub(r"\s+", "", title) for depth, title, _ in pdf.outline(reader) if depth == 1]
+    assert [t for t in bookmarks if t in titles] == titles, bookmarks  # beside the parts' and the contents'
+    assert book["bytes"] <= 60e6 and book["links"] >= 3 * len(SAMPLE)
 
-    # every chapter in the outline, in the book's order, each bookmark landing on a page holding its title
-    # (one level below the parts; compared without spaces: Chromium drops the space where a long heading wraps)
-    outline = _outline(reader)
-    entries: dict[str, int] = {}
-    for depth, title, page in outline:
-        if depth == 1:
-            entries.setdefault(re.sub(r"\s+", "", title), page)
-    titles = [re.sub(r"\s+", "", t) for t in titles]
-    missing = [t for t in titles if t not in entries]
-    assert not missing, f"chapters missing from the outline: {missing}; it has {[t for _, t, _ in outline][:40]}"
-    pages = [entries[t] for t in titles]
-    assert pages == sorted(pages) and len(set(pages)) == len(pages), pages
-    for title in (titles[1], titles[-1]):
-        text = re.sub(r"\s+", "", _text(reader.pages[entries[title]]))
-        assert title[-6:] in text, (title, text[:300])
 
-    # the introduction offers the PDF (scripts/pdf.py links it once written)
-    intro = (built_site / EDITIONS[lang] / f"{pdf.book_order(pdf.EDITIONS[lang][0])[0][1][0]}.html").read_text(encoding="utf-8")
-    assert re.search(rf'class="attn-pdf"><a href="(\.\./)*{re.escape(pdf.PDF_NAME[lang])}"', intro)
+def test_the_books_check_fails_a_book_that_misses_a_chapter_a_link_on_its_introduction_or_its_text(
+        short_books, built_site, tmp_path, monkeypatch):
+    """pdf.check, which `make pdf` runs on the whole book, can fail: a chapter the outline lacks, an
+    introduction that does not offer the PDF, a chapter whose title and formula are not in the text
+    (on the English book: reading the Chinese one's fonts takes 2 s a check)."""
+    lang = "en"
+    path, chapters = short_books[lang]["path"], _chapters(built_site, lang)
+    with pytest.raises(pdf.PdfError, match="chapters missing from the outline"):
+        pdf.check(path, lang, [*chapters, ("book/not_printed", "A chapter that is not in the book")])
+    intro = tmp_path / "intro.html"
+    intro.write_text('<article class="bd-article"><h1>Book</h1></article>', encoding="utf-8")
+    with pytest.raises(pdf.PdfError, match="does not offer"):
+        pdf.check(path, lang, chapters, offered=intro)
+    monkeypatch.setitem(pdf.KNOWN_TEXT, lang, (pdf.KNOWN_TEXT[lang][0], "words the chapter does not hold"))
+    with pytest.raises(pdf.PdfError, match="not in the text of the self-attention chapter"):
+        pdf.check(path, lang, chapters)
 
-    # page numbers in the footer: "k / n"
-    for k in (2, n // 2, n):
-        text = _text(reader.pages[k - 1])
-        assert re.search(rf"(?<!\d){k}\s*/\s*{n}(?!\d)", text), f"page {k}: no '{k} / {n}' in {text[-200:]!r}"
 
-    # links: those into the book land on a page of this PDF; none leads to the local server that printed it
-    internal, external = 0, []
-    named = reader.named_destinations
-    for page in reader.pages:
-        for annot in page.get("/Annots") or []:
-            a = annot.get_object()
-            if a.get("/Subtype") != "/Link":
-                continue
-            action = a.get("/A")
-            dest = a.get("/Dest") if action is None else action.get_object().get("/D")
-            if action is not None and action.get_object().get("/S") == "/URI":
-                external.append(str(action.get_object()["/URI"]))
-                continue
-            assert dest is not None, a
-            if isinstance(dest, (str, bytes)) or not hasattr(dest, "__len__"):
-                assert str(dest) in named, f"link to an unknown destination {dest!r}"
-                target = reader.get_destination_page_number(named[str(dest)])
-            else:
-                target = reader.get_page_number(dest[0].get_object())
-            assert 0 <= target < n
-            internal += 1
-    assert internal >= 3 * len(titles), internal  # the contents alone links every chapter
-    local = [u for u in external if re.match(r"https?://(127\.0\.0\.1|localhost)", u) or not u.startswith(("https://", "http://", "mailto:"))]
-    assert not local, local[:10]
-
-    # known text, in the self-attention chapter's first pages: its heading and a formula's words,
-    # extractable (the fonts map back to characters)
-    first = entries[titles[2]]
-    text = " ".join(" ".join(_text(p) for p in reader.pages[first : first + 12]).split())
-    for words in KNOWN_TEXT[lang]:
-        assert words in text, words
-    # the CJK fonts' glyphs named by their ideographs, not by the radicals drawn alike (自注意力, not 自注意⼒)
-    assert _radicals_in_text_maps(reader) == {}
+def test_only_pages_of_the_book_make_a_short_book():
+    order = pdf.book_order(pdf.ROOT, SAMPLE)
+    assert [p for _, names in order for p in names] == list(SAMPLE)
+    assert order[0][0] is None and all(caption for caption, _ in order[1:])  # the root, then the parts that hold one
+    with pytest.raises(pdf.PdfError, match="not pages of"):
+        pdf.book_order(pdf.ROOT, ("book/intro", "book/no_such_page"))
 
 
 def test_a_glyph_named_as_a_radical_is_named_as_its_ideograph():
