@@ -568,18 +568,22 @@ def check(path: pathlib.Path, lang: str, chapters: list[tuple[str, str]], offere
     return {"pages": n, "links": internal}
 
 
-def build(site: pathlib.Path = ROOT, editions: tuple[str, ...] = ("en", "zh")) -> list[dict]:
+def build(site: pathlib.Path = ROOT, editions: tuple[str, ...] = ("en", "zh"), only: tuple[str, ...] | None = None,
+          out_dir: pathlib.Path | None = None) -> list[dict]:
     """Write each edition's PDF into ``site/_build/html``; return what was written (path, pages, bytes,
     seconds). Two editions are printed at once, each in its own process (and Chromium renderer): the
-    work is on the CPU, assembling and laying out a few hundred pages."""
+    work is on the CPU, assembling and laying out a few hundred pages. With ``only`` (page names), each
+    edition's short book of those pages, written into ``out_dir`` (build_one)."""
     html = site / "_build" / "html"
     if not (html / "index.html").exists():
         raise PdfError(f"no built site in {html}: run make book (or python -m scripts.site {site}) first")
     if not pathlib.Path(CHROMIUM).exists():
         raise PdfError(f"{CHROMIUM} is missing: apt-get update && apt-get install -y chromium")
+    outs = {lang: None if only is None else pathlib.Path(out_dir) / PDF_NAME[lang] for lang in editions}
     if len(editions) == 1:
-        return [build_one(html, editions[0])]
-    procs = [subprocess.Popen([sys.executable, "-m", "scripts.pdf", str(site), "--edition", lang, "--json"],
+        return [build_one(html, editions[0], only, outs[editions[0]])]
+    short = [a for page in only or () for a in ("--only", page)] + (["--out-dir", str(out_dir)] if only else [])
+    procs = [subprocess.Popen([sys.executable, "-m", "scripts.pdf", str(site), "--edition", lang, "--json", *short],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for lang in editions]
     results, errors = [], []
     for lang, proc in zip(editions, procs, strict=True):
@@ -654,9 +658,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("site", nargs="?", default=str(ROOT), help="the folder holding _build/html (default: the repository)")
     parser.add_argument("--edition", action="append", choices=sorted(EDITIONS), help="only this edition (repeatable)")
     parser.add_argument("--json", action="store_true", help="print each result as one line of JSON")
+    parser.add_argument("--only", action="append", metavar="PAGE", help="a short book of these pages (repeatable; "
+                        "e.g. book/intro), written into --out-dir")
+    parser.add_argument("--out-dir", help="where a short book is written (not into the site, which offers the whole book)")
     args = parser.parse_args(argv)
+    if bool(args.only) != bool(args.out_dir):
+        parser.error("--only and --out-dir go together")
     try:
-        results = build(pathlib.Path(args.site).resolve(), tuple(args.edition or EDITIONS))
+        results = build(pathlib.Path(args.site).resolve(), tuple(args.edition or EDITIONS),
+                        tuple(args.only) if args.only else None, args.out_dir and pathlib.Path(args.out_dir).resolve())
     except PdfError as e:
         print(e, file=sys.stderr)
         return 1

@@ -37,11 +37,10 @@ def short_books(built_site) -> dict[str, dict]:
     _pypdf()
     folder = built_site.parent / "short-books"
     folder.mkdir(exist_ok=True)
-    books = {}
-    for lang in EDITIONS:
-        r = pdf.build_one(built_site, lang, only=SAMPLE, out=folder / pdf.PDF_NAME[lang])
-        print(f"{lang}: {r['pages']} pages, {r['bytes'] / 1e6:.1f} MB, printed in {r['seconds']} s")
-        books[lang] = r
+    books = {}  # in processes of their own, as make pdf prints (this worker's Playwright may be running)
+    for r in pdf.build(built_site.parents[1], tuple(EDITIONS), only=SAMPLE, out_dir=folder):
+        print(f"{r['edition']}: {r['pages']} pages, {r['bytes'] / 1e6:.1f} MB, printed in {r['seconds']} s")
+        books[r["edition"]] = r
     return books
 
 
