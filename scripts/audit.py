@@ -55,16 +55,18 @@ def cpu_multiplier(benchmark_index: float) -> float:
 
 
 class Lighthouse:
-    """Lighthouse (mobile, default config) on page after page, with one Node process and one Chromium
-    (scripts/lighthouse.mjs): the command line tool's start for each page (Node, Lighthouse, a browser)
-    was about 4 s of a chapter's 15 s. Use as a context manager; ``run`` audits one url."""
+    """Lighthouse (mobile, default config) on page after page from one Node process, with a fresh browser
+    for each page (scripts/lighthouse.mjs): the command line tool started Node and Lighthouse for each
+    page too, about 4 s of a chapter's 15 s. Use as a context manager; ``run`` audits one url."""
 
     def __init__(self, timeout: float = 300):
         if not (ROOT / "node_modules" / "lighthouse").is_dir():
             raise RuntimeError("node_modules/lighthouse is missing: run `make setup` (npm ci installs Lighthouse)")
         self.timeout = timeout
+        # its messages, in a file (a pipe nobody reads could fill and stop it); closed in __exit__
+        self.log = tempfile.TemporaryFile("w+")  # noqa: SIM115
         self.proc = subprocess.Popen(["node", str(RUNNER)], cwd=ROOT, env=dict(os.environ, CHROME_PATH=CHROMIUM),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
 
     def run(self, url: str, out: pathlib.Path, *, multiplier: float | None = None) -> dict:
         """Audit url; return its report (also written to out). With multiplier, the CPU slowdown."""
@@ -76,7 +78,8 @@ class Lighthouse:
         if not ready or not line:
             self.close()
             why = f"ran past {self.timeout:.0f} s" if not ready else f"stopped (exit {self.proc.returncode})"
-            raise RuntimeError(f"lighthouse {why} on {url}:\n{self.proc.stderr.read()[-3000:]}")
+            self.log.seek(0)
+            raise RuntimeError(f"lighthouse {why} on {url}:\n{self.log.read()[-3000:]}")
         answer = json.loads(line)
         if "error" in answer:
             raise RuntimeError(f"lighthouse failed on {url}:\n{answer['error'][-3000:]}")
@@ -102,6 +105,7 @@ class Lighthouse:
 
     def __exit__(self, *exc):
         self.close()
+        self.log.close()
 
 
 def summary(report: dict) -> dict:

@@ -1,4 +1,4 @@
-// Lighthouse on many pages with one Node process and one Chromium (scripts/audit.py drives it).
+// Lighthouse on many pages from one Node process, a fresh Chromium for each (scripts/audit.py drives it).
 //
 //   node scripts/lighthouse.mjs            reads one job a line on stdin: {"url", "out", "multiplier"?}
 //
