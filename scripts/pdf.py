@@ -487,9 +487,8 @@ def radicals_in_text_maps(reader) -> dict[str, int]:
 
 def check(path: pathlib.Path, lang: str, chapters: list[tuple[str, str]], offered: pathlib.Path | None = None) -> dict:
     """What a printed book must be, read back from the PDF: every chapter of ``chapters`` ((page name, title),
-    as ``assemble`` gives them) in the outline, in
-    order, each bookmark on a page holding its title; a few pages a chapter and a bounded size; "k / n" in the
-    footers; each link into the book lands on a page of it and none on the server that printed it; the
+    as ``assemble`` gives them) in the outline, in order, each bookmark on a page holding its title; a few
+    pages a chapter and a bounded size; "k / n" in the footers; each link into the book lands on a page of it and none on the server that printed it; the
     self-attention chapter's title and formula as text where it is in the book; no glyph named as a CJK radical.
     With ``offered`` (the edition's introduction), that page links the PDF. Returns {pages, links};
     raises PdfError with every problem found."""
@@ -627,11 +626,11 @@ def build_one(html: pathlib.Path, lang: str, only: tuple[str, ...] | None = None
     start = time.perf_counter()
     doc, chapters = assemble(root, src, place, tag, only)
     assembled = time.perf_counter()
-    url_path = f"/{place + '/' if place else ''}_attn_book_{lang}.html"
-    server = serve(html, {url_path: doc.encode("utf-8")})
     if only is not None and out is None:
         raise PdfError("a short book (only=...) is written to a path of its own (out=...), not as the site's PDF")
     out = out or root / PDF_NAME[lang]
+    url_path = f"/{place + '/' if place else ''}_attn_book_{lang}.html"
+    server = serve(html, {url_path: doc.encode("utf-8")})
     title = yaml.safe_load((src / "_config.yml").read_text(encoding="utf-8")).get("title", "")
     try:
         with sync_playwright() as p:

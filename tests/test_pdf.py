@@ -32,7 +32,7 @@ def _pypdf():
 
 @pytest.fixture(scope="module")
 def short_books(built_site) -> dict[str, dict]:
-    """Each edition's short book (SAMPLE), printed and checked by pdf.build_one as `make pdf` prints the whole
+    """Each edition's short book (SAMPLE), printed and checked by pdf.build as `make pdf` prints the whole
     book, outside the site (which offers only the whole book's PDF)."""
     _pypdf()
     folder = built_site.parent / "short-books"
@@ -65,8 +65,11 @@ def test_a_short_book_prints_with_its_outline_page_numbers_links_and_text(short_
     chapters = _chapters(built_site, lang)
     assert len(chapters) == len(SAMPLE) and book["pages"] == len(reader.pages) >= 5 * len(SAMPLE)
     titles = [re.sub(r"\s+", "", t) for _, t in chapters]
-    bookmarks = [re.sub(r"\s+", "", title) for depth, title, _ in pdf.outline(reader) if depth == 1]
-    assert [t for t in bookmarks if t in titles] == titles, bookmarks  # beside the parts' and the contents'
+    marks = [(re.sub(r"\s+", "", title), page) for depth, title, page in pdf.outline(reader) if depth == 1]
+    assert [t for t, _ in marks if t in titles] == titles, marks  # beside the parts' and the contents'
+    first = dict(marks)[titles[1]]  # the self-attention chapter's first page
+    text = " ".join(" ".join(page.extract_text() for page in reader.pages[first:first + 12]).split())
+    assert chapters[1][0] == pdf.KNOWN_PAGE and all(words in text for words in pdf.KNOWN_TEXT[lang]), text[:500]
     assert book["bytes"] <= 60e6 and book["links"] >= 3 * len(SAMPLE)
 
 
