@@ -79,9 +79,10 @@ pdf: _assets/.installed
 # machine scored chapters 38-41 that a quiet one scored 43-54). 9 pages, 5-10 s each (scripts/audit.py
 # SAMPLE; one Node process audits them all, with a fresh browser each: scripts/lighthouse.mjs; 115 -> 70 s),
 # each printed as it is audited (-s: the CI log keeps the table); scripts/audit.py also scales the CPU
-# slowdown to the machine. Two audits at once took 64-70 s instead of 114 s (three runs against two),
-# within the bounds, but each measured the other: book/api.html (367 elements, TBT 0 ms alone) had 97 ms,
-# the heaviest TBT rose from 108 to 125 ms (each pinned to one core: 113-157 ms on three pages), so one at a time.
+# slowdown to the machine. Two audits at once (tried with the command line tool, before the runner) took
+# 64-70 s instead of 114 s (three runs against two), within the bounds, but each measured the other:
+# book/api.html (367 elements, TBT 0 ms alone) had 97 ms, the heaviest TBT rose from 108 to 125 ms (each
+# pinned to one core: 113-157 ms on three pages), so one at a time.
 TESTTMP ?= _build/test-run
 # (pytest makes --basetemp but not its parent, and a clean clone has no _build/)
 test: setup
